@@ -1,0 +1,32 @@
+//! `shapes`: benchmark fixture exporting one echo through several record
+//! shapes, so their costs can be compared on the same guest.
+
+wit_bindgen::generate!({ path: "wit", world: "shapes" });
+
+struct Shapes;
+
+impl Guest for Shapes {
+    fn noop() {}
+
+    fn echo_naive(req: NaiveRequest) -> NaiveResponse {
+        NaiveResponse {
+            status: 200,
+            headers: req.headers,
+            body: req.body,
+        }
+    }
+
+    fn echo_packed(req: PackedRequest) -> PackedResponse {
+        PackedResponse {
+            status: 200,
+            headers: req.headers,
+            body: req.body,
+        }
+    }
+
+    fn echo_body(body: Vec<u8>) -> Vec<u8> {
+        body
+    }
+}
+
+export!(Shapes);

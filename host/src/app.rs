@@ -1,0 +1,120 @@
+//! The application: builds the runtime and registry from a [`Config`],
+//! binds the listener and serves until shut down. Used by `wharf serve`,
+//! the integration tests and the benchmarks alike.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::pipeline::Pipeline;
+use crate::registry::{Registry, load_dir};
+use crate::runtime::{EngineSettings, Runtime};
+use crate::transport::{self, AppState};
+
+/// Errors that stop Wharf from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot create the WebAssembly engine: {0}")]
+    Engine(String),
+    #[error("cannot load agents: {0}")]
+    Agents(std::io::Error),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// Engine settings that fit a configuration: pool slots sized for the
+/// largest memory limit any agent has.
+pub fn engine_settings(config: &Config) -> EngineSettings {
+    let max_memory = config
+        .agents
+        .keys()
+        .map(|name| config.policy_for(name).limits.memory)
+        .chain([config.limits.memory])
+        .max()
+        .unwrap_or(config.limits.memory);
+    EngineSettings {
+        max_memory,
+        ..EngineSettings::default()
+    }
+}
+
+/// A loaded, bound, not-yet-serving Wharf.
+pub struct App {
+    pub config: Config,
+    pub runtime: Arc<Runtime>,
+    pub state: Arc<AppState>,
+    listener: TcpListener,
+}
+
+impl App {
+    /// Builds the runtime, loads the agents directory and binds the listener.
+    pub async fn start(config: Config, engine: EngineSettings) -> Result<App, StartError> {
+        let runtime = Runtime::new(&engine).map_err(|e| StartError::Engine(format!("{e:#}")))?;
+        tracing::info!(allocator = runtime.allocation().as_str(), "engine ready");
+        let snapshot =
+            load_dir(&runtime, &config, &config.agents_dir).map_err(StartError::Agents)?;
+        tracing::info!(
+            agents = snapshot.agents.len(),
+            filters = snapshot.filters.len(),
+            refused = snapshot.refused.len(),
+            dir = %config.agents_dir.display(),
+            "agents loaded"
+        );
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| StartError::Listen {
+                addr: config.listen,
+                source,
+            })?;
+        let pipeline = Pipeline::new(Arc::new(Registry::new(snapshot)));
+        Ok(App {
+            config,
+            runtime: Arc::new(runtime),
+            state: Arc::new(AppState { pipeline }),
+            listener,
+        })
+    }
+
+    /// The address actually bound (the port is chosen when `listen` says 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// Serves until `shutdown` resolves and open connections have finished.
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) {
+        tracing::info!(addr = %self.local_addr(), "listening");
+        let router = transport::router(self.state.clone());
+        transport::serve(self.listener, router, self.config.server, shutdown).await;
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}

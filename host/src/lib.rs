@@ -1,0 +1,13 @@
+//! Wharf: a WebAssembly component host for agents and inspection filters.
+//!
+//! The data flow is transport → pipeline → registry/runtime → guest; each
+//! stage is a module and they meet only in [`pipeline`].
+
+pub mod config;
+pub mod runtime;
+pub mod registry;
+pub mod request;
+pub mod pipeline;
+pub mod transport;
+pub mod app;
+pub mod inspect;

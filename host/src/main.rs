@@ -1,0 +1,157 @@
+//! The `wharf` command line: parses arguments, sets up logging, and runs
+//! `serve`, `check` or `inspect`. No logic of its own.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+use wharf::app::{self, App};
+use wharf::config::Config;
+
+#[derive(Parser)]
+#[command(name = "wharf", version, about = "A WebAssembly component host for agents and inspection filters")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the agents in a directory over HTTP.
+    Serve {
+        /// Configuration file (default: ./wharf.kdl if present, else the embedded default).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Agents directory, overriding the configuration.
+        #[arg(long)]
+        agents: Option<PathBuf>,
+        /// Listen address, overriding the configuration.
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+    },
+    /// Validate a configuration file and print every problem in it.
+    Check {
+        /// The configuration file.
+        file: PathBuf,
+    },
+    /// Show what a .wasm file is and whether Wharf can serve it.
+    Inspect {
+        /// The component file.
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.command {
+        Command::Serve {
+            config,
+            agents,
+            listen,
+        } => serve(config, agents, listen),
+        Command::Check { file } => check(&file),
+        Command::Inspect { file, json } => inspect(&file, json),
+    }
+}
+
+fn serve(config: Option<PathBuf>, agents: Option<PathBuf>, listen: Option<SocketAddr>) -> ExitCode {
+    let default_file = Path::new("wharf.kdl");
+    let loaded = match config {
+        Some(path) => Config::load(&path),
+        None if default_file.is_file() => Config::load(default_file),
+        None => {
+            tracing::info!("no wharf.kdl here: using the embedded default configuration");
+            Ok(Config::embedded())
+        }
+    };
+    let mut config = match loaded {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("{}", err.fancy());
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(dir) = agents {
+        config.agents_dir = dir;
+    }
+    if let Some(addr) = listen {
+        config.listen = addr;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        let engine = app::engine_settings(&config);
+        match App::start(config, engine).await {
+            Ok(app) => {
+                app.serve(app::shutdown_signal()).await;
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+fn check(file: &Path) -> ExitCode {
+    match Config::load(file) {
+        Ok(config) => {
+            println!(
+                "{}: ok (listen {}, agents {}, {} agent block(s))",
+                file.display(),
+                config.listen,
+                config.agents_dir.display(),
+                config.agents.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("{}", err.fancy());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn inspect(file: &Path, json: bool) -> ExitCode {
+    match wharf::inspect::inspect(file) {
+        Ok(report) => {
+            if json {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(text) => println!("{text}"),
+                    Err(err) => {
+                        eprintln!("error: {err}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            } else {
+                print!("{}", report.human());
+            }
+            if report.world.is_some() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(reason) => {
+            eprintln!("error: `{}`: {reason}", file.display());
+            ExitCode::FAILURE
+        }
+    }
+}

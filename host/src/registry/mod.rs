@@ -1,0 +1,142 @@
+//! Registry: the set of loaded agents as one immutable [`Snapshot`] behind
+//! an [`ArcSwap`], so readers never lock and a reload can publish a whole
+//! new set at once. Loading itself lives in [`load`].
+
+mod load;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use serde::Serialize;
+
+pub use load::{Refusal, load_dir};
+pub(crate) use load::{check_component, digest, read_capped};
+
+use crate::runtime::{AgentImage, Card};
+
+/// Longest agent name accepted.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Agent names are file stems: 1–64 of `A-Z a-z 0-9 - _ .`, not starting with `.`.
+pub fn valid_agent_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Where a component came from and what it is.
+#[derive(Debug, Clone, Serialize)]
+pub struct Origin {
+    pub name: String,
+    #[serde(skip)]
+    pub path: PathBuf,
+    /// `sha256:` and the hex digest of the file's bytes.
+    pub digest: String,
+    pub size: u64,
+    pub world: &'static str,
+}
+
+/// What `describe()` said, in a form that serializes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CardInfo {
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    pub skills: Vec<SkillInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillInfo {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub tags: Vec<String>,
+}
+
+impl From<Card> for CardInfo {
+    fn from(card: Card) -> Self {
+        CardInfo {
+            name: card.name,
+            version: card.version,
+            description: card.description,
+            skills: card
+                .skills
+                .into_iter()
+                .map(|s| SkillInfo {
+                    id: s.id,
+                    name: s.name,
+                    description: s.description,
+                    tags: s.tags,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A loaded agent, ready to serve.
+pub struct AgentEntry {
+    pub origin: Origin,
+    pub card: CardInfo,
+    pub image: AgentImage,
+}
+
+/// Everything loaded from one scan of the agents directory.
+#[derive(Default)]
+pub struct Snapshot {
+    pub agents: BTreeMap<String, Arc<AgentEntry>>,
+    /// Components that fit the filter world; listed, not yet run.
+    pub filters: BTreeMap<String, Origin>,
+    /// Files that were not loaded, with the reason.
+    pub refused: Vec<Refusal>,
+}
+
+impl Snapshot {
+    pub fn agent(&self, name: &str) -> Option<&Arc<AgentEntry>> {
+        self.agents.get(name)
+    }
+}
+
+/// The current snapshot; swapped whole, read without locks.
+pub struct Registry {
+    current: ArcSwap<Snapshot>,
+}
+
+impl Registry {
+    pub fn new(snapshot: Snapshot) -> Self {
+        Registry {
+            current: ArcSwap::from_pointee(snapshot),
+        }
+    }
+
+    /// The snapshot in force now; cheap, lock-free.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Publishes a new snapshot; requests in flight keep the old one.
+    pub fn publish(&self, snapshot: Snapshot) {
+        self.current.store(Arc::new(snapshot));
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names() {
+        assert!(valid_agent_name("echo"));
+        assert!(valid_agent_name("my-agent_2.v1"));
+        assert!(!valid_agent_name(""));
+        assert!(!valid_agent_name(".hidden"));
+        assert!(!valid_agent_name("with space"));
+        assert!(!valid_agent_name("ünï"));
+        assert!(!valid_agent_name(&"a".repeat(65)));
+    }
+}

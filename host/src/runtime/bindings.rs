@@ -1,0 +1,48 @@
+//! The one place `bindgen!` runs: host-side bindings for the `agent` and
+//! `filter` worlds of `wit/`, re-exported by name so nothing else depends on
+//! the generated module layout.
+
+#[allow(unsafe_code)]
+mod generated {
+    pub mod agent {
+        wasmtime::component::bindgen!({
+            path: "../wit",
+            world: "agent",
+            // Export parameters borrow: a request's body is lowered straight
+            // from the transport's buffer into guest memory.
+            ownership: Borrowing { duplicate_if_necessary: true },
+        });
+    }
+
+    pub mod filter {
+        wasmtime::component::bindgen!({
+            path: "../wit",
+            world: "filter",
+            with: { "wharf:plugin/host": super::agent::wharf::plugin::host },
+        });
+    }
+}
+
+pub use generated::agent::wharf::plugin::host::{Host, Level};
+pub use generated::agent::wharf::plugin::types::{
+    Card, Error as GuestError, Health, Request as GuestRequest, Response as GuestResponse, Skill,
+};
+pub use generated::agent::wharf::plugin::types::Host as TypesHost;
+pub use generated::agent::{Agent, AgentPre};
+pub use generated::filter::wharf::plugin::filtering::Host as FilteringHost;
+pub use generated::filter::FilterPre;
+
+use wasmtime::component::{HasSelf, Linker};
+
+use super::state::GuestState;
+
+/// Links `wharf:plugin/host` (and the type-only interfaces both worlds
+/// import) into the linker.
+pub(super) fn add_host_to_linker(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> {
+    generated::agent::Agent::add_to_linker::<GuestState, HasSelf<GuestState>>(linker, |s| s)?;
+    generated::filter::wharf::plugin::filtering::add_to_linker::<GuestState, HasSelf<GuestState>>(
+        linker,
+        |s| s,
+    )?;
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! Conversion between the neutral request/response and the guest ABI:
+//! MessagePack `head` and `headers` blobs out, validated headers back in.
+//! The body is passed by reference and never re-encoded.
+
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::StatusCode;
+use rmp::Marker;
+
+use super::bindings::{GuestRequest, GuestResponse};
+use crate::request::{Request, Response};
+
+/// The MessagePack blobs a request needs besides its body.
+pub struct Encoded {
+    head: Vec<u8>,
+    headers: Vec<u8>,
+}
+
+impl Encoded {
+    pub fn new(req: &Request) -> Self {
+        Encoded {
+            head: encode_head(req),
+            headers: encode_headers(&req.headers),
+        }
+    }
+
+    /// The guest-facing record; borrows the body, copying nothing.
+    pub fn guest_request<'a>(&'a self, req: &'a Request) -> GuestRequest<'a> {
+        GuestRequest {
+            head: &self.head,
+            headers: &self.headers,
+            body: &req.body,
+        }
+    }
+}
+
+fn encode_head(req: &Request) -> Vec<u8> {
+    let client = req.client.map(|c| c.to_string()).unwrap_or_default();
+    let fields: [(&str, &str); 6] = [
+        ("method", req.method.as_str()),
+        ("path", &req.path),
+        ("query", &req.query),
+        ("id", &req.id),
+        ("client", &client),
+        ("affinity", req.affinity.as_deref().unwrap_or("")),
+    ];
+    let size: usize = fields.iter().map(|(k, v)| k.len() + v.len() + 10).sum();
+    let mut out = Vec::with_capacity(size + 1);
+    write(rmp::encode::write_map_len(&mut out, fields.len() as u32));
+    for (key, value) in fields {
+        write(rmp::encode::write_str(&mut out, key));
+        write(rmp::encode::write_str(&mut out, value));
+    }
+    out
+}
+
+/// Headers as a MessagePack array of `[name, value]` pairs; empty when none.
+pub fn encode_headers(headers: &HeaderMap) -> Vec<u8> {
+    if headers.is_empty() {
+        return Vec::new();
+    }
+    let size: usize = headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 11)
+        .sum();
+    let mut out = Vec::with_capacity(size + 5);
+    write(rmp::encode::write_array_len(&mut out, headers.len() as u32));
+    for (name, value) in headers {
+        write(rmp::encode::write_array_len(&mut out, 2));
+        write(rmp::encode::write_str(&mut out, name.as_str()));
+        write(rmp::encode::write_bin(&mut out, value.as_bytes()));
+    }
+    out
+}
+
+/// Writes into a `Vec` cannot fail; this keeps the encoders free of `?`.
+fn write<T, E: std::fmt::Debug>(result: Result<T, E>) {
+    result.expect("writing MessagePack into a Vec cannot fail");
+}
+
+/// Headers the host owns: a guest's value for these is dropped.
+fn host_owned(name: &HeaderName) -> bool {
+    use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, UPGRADE};
+    name == CONTENT_LENGTH
+        || name == TRANSFER_ENCODING
+        || name == CONNECTION
+        || name == UPGRADE
+        || name.as_str() == "keep-alive"
+}
+
+/// Validates a guest's response: status, header blob, body size.
+pub fn response_from_guest(resp: GuestResponse, max_body: usize) -> Result<Response, String> {
+    let status = StatusCode::from_u16(resp.status)
+        .map_err(|_| format!("status {} is not a valid HTTP status", resp.status))?;
+    if resp.body.len() > max_body {
+        return Err(format!(
+            "response body of {} bytes exceeds the limit of {max_body} bytes",
+            resp.body.len()
+        ));
+    }
+    Ok(Response {
+        status,
+        headers: decode_headers(&resp.headers)?,
+        body: Bytes::from(resp.body),
+    })
+}
+
+/// Decodes a header blob; every length is checked against the bytes present.
+pub fn decode_headers(mut buf: &[u8]) -> Result<HeaderMap, String> {
+    let mut map = HeaderMap::new();
+    if buf.is_empty() {
+        return Ok(map);
+    }
+    let count = rmp::decode::read_array_len(&mut buf)
+        .map_err(|_| "headers are not a MessagePack array".to_string())?;
+    // Each pair takes at least 3 bytes: never reserve beyond what is present.
+    map.reserve((count as usize).min(buf.len() / 3));
+    for i in 0..count {
+        let pair = rmp::decode::read_array_len(&mut buf)
+            .map_err(|_| format!("header {i} is not a [name, value] array"))?;
+        if pair != 2 {
+            return Err(format!("header {i} has {pair} elements, expected 2"));
+        }
+        let name = read_bytes(&mut buf).ok_or_else(|| format!("header {i} has no valid name"))?;
+        let value = read_bytes(&mut buf).ok_or_else(|| format!("header {i} has no valid value"))?;
+        let name = HeaderName::from_bytes(name)
+            .map_err(|_| format!("header {i} has an invalid name"))?;
+        let value = HeaderValue::from_bytes(value)
+            .map_err(|_| format!("header `{name}` has an invalid value"))?;
+        if !host_owned(&name) {
+            map.append(name, value);
+        }
+    }
+    if !buf.is_empty() {
+        return Err("trailing bytes after the header array".into());
+    }
+    Ok(map)
+}
+
+/// Reads a MessagePack str or bin and returns its bytes.
+fn read_bytes<'a>(buf: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let (&first, rest) = buf.split_first()?;
+    let (len, header): (usize, usize) = match Marker::from_u8(first) {
+        Marker::FixStr(n) => (n as usize, 0),
+        Marker::Str8 | Marker::Bin8 => (*rest.first()? as usize, 1),
+        Marker::Str16 | Marker::Bin16 => (u16::from_be_bytes(rest.get(..2)?.try_into().ok()?) as usize, 2),
+        Marker::Str32 | Marker::Bin32 => (u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize, 4),
+        _ => return None,
+    };
+    let body = rest.get(header..header.checked_add(len)?)?;
+    *buf = &rest[header + len..];
+    Some(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-one", HeaderValue::from_static("1"));
+        headers.append("x-two", HeaderValue::from_static("a"));
+        headers.append("x-two", HeaderValue::from_static("b"));
+        headers.insert("content-length", HeaderValue::from_static("5"));
+        let decoded = decode_headers(&encode_headers(&headers)).unwrap();
+        assert_eq!(decoded.get("x-one").unwrap(), "1");
+        let twos: Vec<_> = decoded.get_all("x-two").iter().collect();
+        assert_eq!(twos, ["a", "b"]);
+        assert!(decoded.get("content-length").is_none(), "host-owned header kept");
+    }
+
+    #[test]
+    fn empty_headers_are_empty_bytes() {
+        assert!(encode_headers(&HeaderMap::new()).is_empty());
+        assert!(decode_headers(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn hostile_header_blobs_are_refused_without_allocating() {
+        // An array claiming 4 billion pairs with no bytes behind it.
+        assert!(decode_headers(&[0xdd, 0xff, 0xff, 0xff, 0xff]).is_err());
+        // A str32 claiming 4 GiB.
+        assert!(decode_headers(&[0x91, 0x92, 0xdb, 0xff, 0xff, 0xff, 0xff]).is_err());
+        // A name that is not a valid header name.
+        assert!(decode_headers(&[0x91, 0x92, 0xa2, b'a', b' ', 0xa1, b'v']).is_err());
+        // Trailing garbage.
+        assert!(decode_headers(&[0x90, 0x00]).is_err());
+        // A map instead of an array.
+        assert!(decode_headers(&[0x80]).is_err());
+    }
+
+    #[test]
+    fn head_is_a_map_with_every_field() {
+        let mut req = Request::new(http::Method::POST, "/x");
+        req.query = "a=1".into();
+        req.affinity = Some("s1".into());
+        let head = encode_head(&req);
+        let value: std::collections::BTreeMap<String, String> = rmp_serde::from_slice(&head).unwrap();
+        assert_eq!(value["method"], "POST");
+        assert_eq!(value["path"], "/x");
+        assert_eq!(value["query"], "a=1");
+        assert_eq!(value["affinity"], "s1");
+        assert_eq!(value["client"], "");
+        assert_eq!(value["id"], &*req.id);
+    }
+
+    #[test]
+    fn oversized_and_invalid_responses_are_refused() {
+        let ok = GuestResponse { status: 200, headers: vec![], body: vec![0; 10] };
+        assert!(response_from_guest(ok, 10).is_ok());
+        let big = GuestResponse { status: 200, headers: vec![], body: vec![0; 11] };
+        assert!(response_from_guest(big, 10).unwrap_err().contains("exceeds"));
+        let bad = GuestResponse { status: 42, headers: vec![], body: vec![] };
+        assert!(response_from_guest(bad, 10).unwrap_err().contains("status"));
+    }
+}

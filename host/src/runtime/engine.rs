@@ -1,0 +1,146 @@
+//! The one wasmtime [`Engine`]: its configuration, the pooling-allocator
+//! probe with on-demand fallback, and the single epoch ticker thread that
+//! bounds every guest call.
+
+use std::thread;
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How often the shared ticker advances the epoch: the resolution of deadlines.
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// Which instance allocator the engine ended up with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocation {
+    /// Slots reserved up front and reused: cheapest instantiation.
+    Pooling,
+    /// Memory mapped per instance: used when the pool's reservation fails.
+    OnDemand,
+}
+
+impl Allocation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Allocation::Pooling => "pooling",
+            Allocation::OnDemand => "on-demand",
+        }
+    }
+}
+
+/// Engine knobs Wharf exposes (to the CLI, benchmarks and tests).
+#[derive(Debug, Clone, Copy)]
+pub struct EngineSettings {
+    /// Try the pooling allocator first (falls back when it cannot reserve).
+    pub pooling: bool,
+    /// Component-model concurrency support; off unless async guests need it.
+    pub concurrency: bool,
+    /// Largest linear memory any guest may have; sizes pool slots.
+    pub max_memory: u64,
+    /// Instances that may be live at once (pool capacity).
+    pub max_instances: u32,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings {
+            pooling: true,
+            concurrency: false,
+            max_memory: 64 << 20,
+            max_instances: 1000,
+        }
+    }
+}
+
+/// Builds the engine, trying the pooling allocator first when asked.
+pub fn build(settings: &EngineSettings) -> wasmtime::Result<(Engine, Allocation)> {
+    if settings.pooling {
+        let mut config = base_config(settings);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool(settings)));
+        match Engine::new(&config) {
+            Ok(engine) => return Ok((engine, Allocation::Pooling)),
+            Err(err) => tracing::warn!(
+                error = %err,
+                "the pooling allocator could not reserve its address space; using on-demand allocation"
+            ),
+        }
+    }
+    let mut config = base_config(settings);
+    config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+    Ok((Engine::new(&config)?, Allocation::OnDemand))
+}
+
+fn base_config(settings: &EngineSettings) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.concurrency_support(settings.concurrency);
+    config.epoch_interruption(true);
+    // Traps are reported by kind; collecting a wasm backtrace on every trap
+    // costs time on the error path and is only useful with debug info.
+    config.wasm_backtrace_max_frames(None);
+    config
+}
+
+fn pool(settings: &EngineSettings) -> PoolingAllocationConfig {
+    let mut pool = PoolingAllocationConfig::default();
+    let instances = settings.max_instances;
+    pool.total_component_instances(instances);
+    // Rust and C guests have 1–2 core instances and one memory; interpreted
+    // languages (componentize-py, componentize-js) have more.
+    pool.total_core_instances(instances * 4);
+    pool.total_memories(instances * 2);
+    pool.total_tables(instances * 4);
+    pool.max_memory_size(usize::try_from(settings.max_memory).unwrap_or(usize::MAX));
+    // Keep the first pages of a slot resident between uses: zeroing them is
+    // cheaper than returning them to the kernel and faulting them back in.
+    pool.linear_memory_keep_resident(1 << 20);
+    pool.table_keep_resident(64 << 10);
+    pool
+}
+
+/// Starts the one ticker thread for `engine`; it stops when the engine is dropped.
+pub fn start_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    let spawned = thread::Builder::new()
+        .name("wharf-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                thread::sleep(EPOCH_TICK);
+            }
+        });
+    if let Err(err) = spawned {
+        // Without a ticker no deadline would ever fire: refuse to run.
+        panic!("cannot start the epoch ticker thread: {err}");
+    }
+}
+
+/// Epoch ticks for a deadline, rounded up, plus one for the partial tick now.
+pub fn deadline_ticks(deadline: Duration) -> u64 {
+    let tick = EPOCH_TICK.as_nanos();
+    let ticks = deadline.as_nanos().div_ceil(tick);
+    u64::try_from(ticks).unwrap_or(u64::MAX - 1) + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_ticks_round_up() {
+        assert_eq!(deadline_ticks(Duration::from_millis(1)), 2);
+        assert_eq!(deadline_ticks(Duration::from_micros(1500)), 3);
+        assert_eq!(deadline_ticks(Duration::from_secs(2)), 2001);
+    }
+
+    #[test]
+    fn on_demand_engine_builds() {
+        let settings = EngineSettings {
+            pooling: false,
+            ..EngineSettings::default()
+        };
+        let (_, allocation) = build(&settings).unwrap();
+        assert_eq!(allocation, Allocation::OnDemand);
+    }
+}

@@ -1,0 +1,161 @@
+//! Per-store state: the memory limiter, lazily built sandboxed WASI, and the
+//! host imports (`log`, `config`) every guest gets.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::{Host, Level};
+
+/// Longest guest log message kept; longer ones are cut at a char boundary.
+const MAX_LOG_MESSAGE: usize = 4096;
+
+/// What a guest may know about itself: its name and its config values.
+#[derive(Debug, Default)]
+pub struct GuestIdentity {
+    pub name: String,
+    pub values: Arc<BTreeMap<String, String>>,
+}
+
+/// The data of one [`wasmtime::Store`].
+pub struct GuestState {
+    identity: Arc<GuestIdentity>,
+    /// Request id the current call serves, for log attribution.
+    pub(crate) request_id: Option<Arc<str>>,
+    pub(crate) limiter: MemoryLimiter,
+    wasi: Option<WasiCtx>,
+    table: ResourceTable,
+}
+
+impl GuestState {
+    pub fn new(identity: Arc<GuestIdentity>, memory_limit: u64) -> Self {
+        GuestState {
+            identity,
+            request_id: None,
+            limiter: MemoryLimiter::new(memory_limit),
+            wasi: None,
+            table: ResourceTable::new(),
+        }
+    }
+}
+
+/// The sandbox: no preopened directories, no environment, no arguments,
+/// no sockets or name lookups, stdio closed. Only what WASI needs for a
+/// component to instantiate (clocks, random) remains.
+fn sandboxed_wasi() -> WasiCtx {
+    let mut builder = WasiCtx::builder();
+    builder
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false);
+    builder.build()
+}
+
+impl WasiView for GuestState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        // Built on first use: most calls never touch WASI, and building a
+        // context (random state, clocks) costs more than the call itself.
+        WasiCtxView {
+            ctx: self.wasi.get_or_insert_with(sandboxed_wasi),
+            table: &mut self.table,
+        }
+    }
+}
+
+impl Host for GuestState {
+    fn log(&mut self, level: Level, message: String) {
+        let message = truncate(&message, MAX_LOG_MESSAGE);
+        let agent = self.identity.name.as_str();
+        let request = self.request_id.as_deref().unwrap_or("-");
+        match level {
+            Level::Trace => tracing::trace!(target: "wharf::guest", agent, request, "{message}"),
+            Level::Debug => tracing::debug!(target: "wharf::guest", agent, request, "{message}"),
+            Level::Info => tracing::info!(target: "wharf::guest", agent, request, "{message}"),
+            Level::Warn => tracing::warn!(target: "wharf::guest", agent, request, "{message}"),
+            Level::Error => tracing::error!(target: "wharf::guest", agent, request, "{message}"),
+        }
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.identity.values.get(&key).cloned()
+    }
+}
+
+// The type-only interfaces have nothing to implement.
+impl super::bindings::TypesHost for GuestState {}
+impl super::bindings::FilteringHost for GuestState {}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Caps linear memory and remembers whether the cap was hit, so a guest
+/// that aborts after a failed allocation is reported as out of memory
+/// rather than as a generic trap.
+pub(crate) struct MemoryLimiter {
+    limit: u64,
+    pub(crate) exceeded: bool,
+}
+
+impl MemoryLimiter {
+    fn new(limit: u64) -> Self {
+        MemoryLimiter {
+            limit,
+            exceeded: false,
+        }
+    }
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = desired as u64 <= self.limit;
+        if !allowed {
+            self.exceeded = true;
+        }
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncate_respects_char_boundaries() {
+        assert_eq!(truncate("héllo", 2), "h");
+        assert_eq!(truncate("hello", 10), "hello");
+    }
+
+    #[test]
+    fn limiter_records_refusals() {
+        let mut limiter = MemoryLimiter::new(1024);
+        assert!(limiter.memory_growing(0, 1024, None).unwrap());
+        assert!(!limiter.exceeded);
+        assert!(!limiter.memory_growing(1024, 2048, None).unwrap());
+        assert!(limiter.exceeded);
+    }
+}

@@ -1,0 +1,124 @@
+//! HTTP error responses: one JSON shape, statuses chosen here, and no
+//! internals (trap details, guest error text marked internal) leaked.
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use serde_json::json;
+
+use crate::pipeline::DispatchError;
+use crate::runtime::CallError;
+
+/// An error answer: `{"error": {"code": …, "message": …}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn agent_not_found(name: &str) -> Self {
+        let shown: String = name.chars().take(64).collect();
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "agent_not_found",
+            format!("no agent named `{shown}`"),
+        )
+    }
+
+    pub fn body_too_large(limit: usize) -> Self {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("the request body exceeds this agent's limit of {limit} bytes"),
+        )
+    }
+}
+
+impl From<&DispatchError> for ApiError {
+    fn from(err: &DispatchError) -> Self {
+        use StatusCode as S;
+        let call = match err {
+            DispatchError::Worker(_) => {
+                return ApiError::new(S::INTERNAL_SERVER_ERROR, "internal", "internal error");
+            }
+            DispatchError::Call(call) => call,
+        };
+        match call {
+            CallError::Deadline => ApiError::new(
+                S::GATEWAY_TIMEOUT,
+                "deadline_exceeded",
+                "the agent did not answer within its deadline",
+            ),
+            CallError::MemoryLimit => ApiError::new(
+                S::INTERNAL_SERVER_ERROR,
+                "memory_limit",
+                "the agent exceeded its memory limit",
+            ),
+            CallError::Trap(_) | CallError::Instantiate(_) => {
+                ApiError::new(S::INTERNAL_SERVER_ERROR, "agent_failed", "the agent failed")
+            }
+            CallError::InvalidResponse(_) => ApiError::new(
+                S::BAD_GATEWAY,
+                "invalid_response",
+                "the agent returned an invalid response",
+            ),
+            CallError::Internal(_) => ApiError::new(
+                S::INTERNAL_SERVER_ERROR,
+                "agent_error",
+                "the agent reported an internal error",
+            ),
+            CallError::BadRequest(m) => ApiError::new(S::BAD_REQUEST, "bad_request", m.clone()),
+            CallError::NotFound(m) => ApiError::new(S::NOT_FOUND, "not_found", m.clone()),
+            CallError::Unavailable(m) => {
+                ApiError::new(S::SERVICE_UNAVAILABLE, "unavailable", m.clone())
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "error": { "code": self.code, "message": self.message } });
+        (self.status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internals_are_not_shown() {
+        let err = DispatchError::Call(CallError::Trap("wasm backtrace: secret".into()));
+        let api = ApiError::from(&err);
+        assert_eq!(api.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!api.message.contains("secret"));
+        let err = DispatchError::Call(CallError::Internal("db password".into()));
+        assert!(!ApiError::from(&err).message.contains("password"));
+    }
+
+    #[test]
+    fn guest_errors_map_to_statuses() {
+        let cases = [
+            (CallError::Deadline, 504),
+            (CallError::MemoryLimit, 500),
+            (CallError::InvalidResponse("x".into()), 502),
+            (CallError::BadRequest("x".into()), 400),
+            (CallError::NotFound("x".into()), 404),
+            (CallError::Unavailable("x".into()), 503),
+        ];
+        for (call, status) in cases {
+            assert_eq!(ApiError::from(&DispatchError::Call(call)).status.as_u16(), status);
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! HTTP routes: `/healthz`, `GET /agents`, and any method on
+//! `/agents/{name}` or `/agents/{name}/{*rest}`, decoded into the neutral
+//! request and handed to the pipeline.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Path, Request as HttpRequest, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::Router;
+use http::{HeaderValue, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{Value, json};
+use tracing::Instrument;
+
+use super::error::ApiError;
+use crate::pipeline::Pipeline;
+use crate::request::{self, Request};
+
+/// What every HTTP handler shares.
+pub struct AppState {
+    pub pipeline: Pipeline,
+}
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/agents", get(list_agents))
+        .route("/agents/{name}", any(call_agent))
+        .route("/agents/{name}/{*rest}", any(call_agent))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+async fn healthz() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+}
+
+async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Value> {
+    let snapshot = state.pipeline.registry().snapshot();
+    let agents = snapshot.agents.values().map(|a| {
+        json!({
+            "name": a.origin.name,
+            "world": a.origin.world,
+            "digest": a.origin.digest,
+            "size": a.origin.size,
+            "card": a.card,
+        })
+    });
+    let filters = snapshot.filters.values().map(|f| {
+        json!({
+            "name": f.name,
+            "world": f.world,
+            "digest": f.digest,
+            "size": f.size,
+            "card": Value::Null,
+        })
+    });
+    Json(Value::Array(agents.chain(filters).collect()))
+}
+
+async fn call_agent(
+    State(state): State<Arc<AppState>>,
+    Path(params): Path<Vec<(String, String)>>,
+    req: HttpRequest,
+) -> Response {
+    let client = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let name = params.first().map(|(_, v)| v.as_str()).unwrap_or("");
+    let id = request::next_request_id();
+    let span = tracing::info_span!("wharf.request", id = %id, agent = name, method = %req.method());
+    let started = Instant::now();
+    let mut response = async {
+        let result = handle(&state, name, id.clone(), client, req).await;
+        let response = result.unwrap_or_else(IntoResponse::into_response);
+        tracing::debug!(status = response.status().as_u16(), elapsed = ?started.elapsed(), "done");
+        response
+    }
+    .instrument(span)
+    .await;
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
+}
+
+async fn handle(
+    state: &AppState,
+    name: &str,
+    id: Arc<str>,
+    client: Option<SocketAddr>,
+    req: HttpRequest,
+) -> Result<Response, ApiError> {
+    let agent = state
+        .pipeline
+        .lookup(name)
+        .ok_or_else(|| ApiError::agent_not_found(name))?;
+    let limit = agent.image.limits().request_body;
+    let (parts, body) = req.into_parts();
+    let body = read_body(body, limit).await?;
+
+    let request = Request {
+        path: path_below_agent(parts.uri.path()),
+        query: parts.uri.query().unwrap_or("").to_string(),
+        method: parts.method,
+        headers: parts.headers,
+        body,
+        id,
+        client,
+        affinity: None,
+    };
+    match state.pipeline.dispatch(agent, request).await {
+        Ok(resp) => {
+            let mut out = Response::new(Body::from(resp.body));
+            *out.status_mut() = resp.status;
+            *out.headers_mut() = resp.headers;
+            Ok(out)
+        }
+        Err(err) => {
+            let api = ApiError::from(&err);
+            if api.status.is_server_error() {
+                tracing::warn!(status = api.status.as_u16(), error = %err, "agent call failed");
+            } else {
+                tracing::debug!(status = api.status.as_u16(), error = %err, "agent refused the request");
+            }
+            Err(api)
+        }
+    }
+}
+
+/// Collects the body, refusing it with 413 past `limit` (declared or actual).
+async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(ApiError::body_too_large(limit))
+        }
+        Err(_) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "body_unreadable",
+            "the request body could not be read",
+        )),
+    }
+}
+
+/// `/agents/{name}/rest…` → `/rest…`, kept percent-encoded as received.
+fn path_below_agent(raw: &str) -> String {
+    let after = raw.strip_prefix("/agents/").unwrap_or("");
+    match after.find('/') {
+        Some(i) => after[i..].to_string(),
+        None => "/".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_below_the_agent() {
+        assert_eq!(path_below_agent("/agents/echo"), "/");
+        assert_eq!(path_below_agent("/agents/echo/"), "/");
+        assert_eq!(path_below_agent("/agents/echo/a/b"), "/a/b");
+        assert_eq!(path_below_agent("/agents/echo/caf%C3%A9"), "/caf%C3%A9");
+    }
+}

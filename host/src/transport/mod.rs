@@ -1,0 +1,10 @@
+//! Transports: bytes on a socket ⇄ the neutral request. Transports call the
+//! pipeline and never the runtime.
+
+mod error;
+mod http;
+mod serve;
+
+pub use error::ApiError;
+pub use http::{AppState, router};
+pub use serve::serve;
