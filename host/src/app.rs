@@ -66,12 +66,13 @@ impl App {
             dir = %config.agents_dir.display(),
             "agents loaded"
         );
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|source| StartError::Listen {
-                addr: config.listen,
-                source,
-            })?;
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| StartError::Listen {
+                    addr: config.listen,
+                    source,
+                })?;
         let pipeline = Pipeline::new(Arc::new(Registry::new(snapshot)));
         Ok(App {
             config,

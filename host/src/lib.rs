@@ -3,11 +3,11 @@
 //! The data flow is transport → pipeline → registry/runtime → guest; each
 //! stage is a module and they meet only in [`pipeline`].
 
+pub mod app;
 pub mod config;
-pub mod runtime;
+pub mod inspect;
+pub mod pipeline;
 pub mod registry;
 pub mod request;
-pub mod pipeline;
+pub mod runtime;
 pub mod transport;
-pub mod app;
-pub mod inspect;

@@ -11,7 +11,11 @@ use wharf::app::{self, App};
 use wharf::config::Config;
 
 #[derive(Parser)]
-#[command(name = "wharf", version, about = "A WebAssembly component host for agents and inspection filters")]
+#[command(
+    name = "wharf",
+    version,
+    about = "A WebAssembly component host for agents and inspection filters"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -88,7 +92,10 @@ fn serve(config: Option<PathBuf>, agents: Option<PathBuf>, listen: Option<Socket
     if let Some(addr) = listen {
         config.listen = addr;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");

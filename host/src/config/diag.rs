@@ -72,7 +72,10 @@ impl ConfigError {
         ConfigError::new(
             &name,
             "",
-            vec![Problem::new((0, 0).into(), format!("cannot read the file: {err}"))],
+            vec![Problem::new(
+                (0, 0).into(),
+                format!("cannot read the file: {err}"),
+            )],
         )
     }
 
@@ -84,9 +87,8 @@ impl ConfigError {
     /// The rendering `wharf check` shows: source excerpts with labels.
     pub fn fancy(&self) -> String {
         let mut out = String::new();
-        let handler = miette::GraphicalReportHandler::new_themed(
-            miette::GraphicalTheme::unicode_nocolor(),
-        );
+        let handler =
+            miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor());
         if handler.render_report(&mut out, self).is_err() {
             return self.plain();
         }

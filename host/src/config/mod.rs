@@ -172,7 +172,8 @@ mod tests {
 
     #[test]
     fn agent_overrides_fall_back_to_defaults() {
-        let text = "limits { memory \"32MiB\"; deadline \"1s\" }\nagent \"a\" { deadline \"250ms\" }\n";
+        let text =
+            "limits { memory \"32MiB\"; deadline \"1s\" }\nagent \"a\" { deadline \"250ms\" }\n";
         let config = Config::parse("t.kdl", text, Path::new("/etc/wharf")).unwrap();
         let a = config.policy_for("a");
         assert_eq!(a.limits.deadline, Duration::from_millis(250));

@@ -15,8 +15,19 @@ use super::{AgentSettings, Config};
 
 const TOP: &[&str] = &["listen", "agents", "limits", "server", "agent"];
 const LIMITS: &[&str] = &["memory", "deadline", "request-body", "response-body"];
-const SERVER: &[&str] = &["connections", "header-timeout", "shutdown-grace", "component-size"];
-const AGENT: &[&str] = &["memory", "deadline", "request-body", "response-body", "config"];
+const SERVER: &[&str] = &[
+    "connections",
+    "header-timeout",
+    "shutdown-grace",
+    "component-size",
+];
+const AGENT: &[&str] = &[
+    "memory",
+    "deadline",
+    "request-body",
+    "response-body",
+    "config",
+];
 
 pub(super) fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     let doc = match KdlDocument::parse(text) {
@@ -135,6 +146,13 @@ impl Walker {
 
     /// `agent "name" { … }`: exactly one string argument naming the agent.
     fn agent_name(&mut self, node: &KdlNode) -> Option<(String, SourceSpan)> {
+        if node.entries().is_empty() {
+            self.problems.push(
+                Problem::new(node.name().span(), "`agent` needs the agent's name")
+                    .help("write `agent \"NAME\" { … }`, where NAME.wasm is the agent's file"),
+            );
+            return None;
+        }
         let entry = self.sole_entry(node, true)?;
         let Some(name) = entry.value().as_string() else {
             self.wrong_type(entry, "`agent` takes the agent's name as a string");
@@ -180,7 +198,10 @@ impl Walker {
         if let Some(entry) = node.entries().first() {
             self.problems.push(Problem::new(
                 entry.span(),
-                format!("`{}` takes no arguments, only a `{{ … }}` block", node.name().value()),
+                format!(
+                    "`{}` takes no arguments, only a `{{ … }}` block",
+                    node.name().value()
+                ),
             ));
         }
         node.children().map(|d| d.nodes()).unwrap_or_default()
@@ -240,8 +261,9 @@ impl Walker {
             Ok(addr) => Some(addr),
             Err(_) => {
                 self.problems.push(
-                    Problem::new(span, format!("`{text}` is not a socket address"))
-                        .help("write an IP address and a port, e.g. \"127.0.0.1:8080\" or \"[::1]:8080\""),
+                    Problem::new(span, format!("`{text}` is not a socket address")).help(
+                        "write an IP address and a port, e.g. \"127.0.0.1:8080\" or \"[::1]:8080\"",
+                    ),
                 );
                 None
             }
@@ -263,14 +285,18 @@ impl Walker {
     }
 
     fn usize_size(&mut self, node: &KdlNode) -> Option<usize> {
-        self.size(node).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+        self.size(node)
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 
     fn duration(&mut self, node: &KdlNode) -> Option<Duration> {
         let entry = self.sole_entry(node, false)?;
         let key = node.name().value();
         let Some(text) = entry.value().as_string() else {
-            self.wrong_type(entry, &format!("`{key}` expects a duration such as \"500ms\" or \"2s\""));
+            self.wrong_type(
+                entry,
+                &format!("`{key}` expects a duration such as \"500ms\" or \"2s\""),
+            );
             return None;
         };
         let parsed = parse_duration(text).and_then(|d| {

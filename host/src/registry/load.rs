@@ -32,7 +32,10 @@ impl fmt::Display for Refusal {
 /// line each) and kept in the snapshot; an unreadable directory is an error.
 pub fn load_dir(runtime: &Runtime, config: &Config, dir: &Path) -> std::io::Result<Snapshot> {
     let root = dir.canonicalize().map_err(|e| {
-        std::io::Error::new(e.kind(), format!("agents directory `{}`: {e}", dir.display()))
+        std::io::Error::new(
+            e.kind(),
+            format!("agents directory `{}`: {e}", dir.display()),
+        )
     })?;
     let mut paths: Vec<PathBuf> = fs::read_dir(&root)?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -138,9 +141,11 @@ pub(crate) fn check_component(bytes: &[u8]) -> Result<(), String> {
     if wasmparser::Parser::is_component(bytes) {
         Ok(())
     } else if wasmparser::Parser::is_core_wasm(bytes) {
-        Err("a core WebAssembly module, not a component (build it for wasm32-wasip2, \
+        Err(
+            "a core WebAssembly module, not a component (build it for wasm32-wasip2, \
              or wrap it with `wasm-tools component new`)"
-            .into())
+                .into(),
+        )
     } else {
         Err("not a WebAssembly file".into())
     }

@@ -124,7 +124,6 @@ impl Registry {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,13 +24,13 @@ mod generated {
 }
 
 pub use generated::agent::wharf::plugin::host::{Host, Level};
+pub use generated::agent::wharf::plugin::types::Host as TypesHost;
 pub use generated::agent::wharf::plugin::types::{
     Card, Error as GuestError, Health, Request as GuestRequest, Response as GuestResponse, Skill,
 };
-pub use generated::agent::wharf::plugin::types::Host as TypesHost;
 pub use generated::agent::{Agent, AgentPre};
-pub use generated::filter::wharf::plugin::filtering::Host as FilteringHost;
 pub use generated::filter::FilterPre;
+pub use generated::filter::wharf::plugin::filtering::Host as FilteringHost;
 
 use wasmtime::component::{HasSelf, Linker};
 

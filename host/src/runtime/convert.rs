@@ -3,8 +3,8 @@
 //! The body is passed by reference and never re-encoded.
 
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::StatusCode;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use rmp::Marker;
 
 use super::bindings::{GuestRequest, GuestResponse};
@@ -123,8 +123,8 @@ pub fn decode_headers(mut buf: &[u8]) -> Result<HeaderMap, String> {
         }
         let name = read_bytes(&mut buf).ok_or_else(|| format!("header {i} has no valid name"))?;
         let value = read_bytes(&mut buf).ok_or_else(|| format!("header {i} has no valid value"))?;
-        let name = HeaderName::from_bytes(name)
-            .map_err(|_| format!("header {i} has an invalid name"))?;
+        let name =
+            HeaderName::from_bytes(name).map_err(|_| format!("header {i} has an invalid name"))?;
         let value = HeaderValue::from_bytes(value)
             .map_err(|_| format!("header `{name}` has an invalid value"))?;
         if !host_owned(&name) {
@@ -143,8 +143,14 @@ fn read_bytes<'a>(buf: &mut &'a [u8]) -> Option<&'a [u8]> {
     let (len, header): (usize, usize) = match Marker::from_u8(first) {
         Marker::FixStr(n) => (n as usize, 0),
         Marker::Str8 | Marker::Bin8 => (*rest.first()? as usize, 1),
-        Marker::Str16 | Marker::Bin16 => (u16::from_be_bytes(rest.get(..2)?.try_into().ok()?) as usize, 2),
-        Marker::Str32 | Marker::Bin32 => (u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize, 4),
+        Marker::Str16 | Marker::Bin16 => (
+            u16::from_be_bytes(rest.get(..2)?.try_into().ok()?) as usize,
+            2,
+        ),
+        Marker::Str32 | Marker::Bin32 => (
+            u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize,
+            4,
+        ),
         _ => return None,
     };
     let body = rest.get(header..header.checked_add(len)?)?;
@@ -167,7 +173,10 @@ mod tests {
         assert_eq!(decoded.get("x-one").unwrap(), "1");
         let twos: Vec<_> = decoded.get_all("x-two").iter().collect();
         assert_eq!(twos, ["a", "b"]);
-        assert!(decoded.get("content-length").is_none(), "host-owned header kept");
+        assert!(
+            decoded.get("content-length").is_none(),
+            "host-owned header kept"
+        );
     }
 
     #[test]
@@ -196,7 +205,8 @@ mod tests {
         req.query = "a=1".into();
         req.affinity = Some("s1".into());
         let head = encode_head(&req);
-        let value: std::collections::BTreeMap<String, String> = rmp_serde::from_slice(&head).unwrap();
+        let value: std::collections::BTreeMap<String, String> =
+            rmp_serde::from_slice(&head).unwrap();
         assert_eq!(value["method"], "POST");
         assert_eq!(value["path"], "/x");
         assert_eq!(value["query"], "a=1");
@@ -207,11 +217,27 @@ mod tests {
 
     #[test]
     fn oversized_and_invalid_responses_are_refused() {
-        let ok = GuestResponse { status: 200, headers: vec![], body: vec![0; 10] };
+        let ok = GuestResponse {
+            status: 200,
+            headers: vec![],
+            body: vec![0; 10],
+        };
         assert!(response_from_guest(ok, 10).is_ok());
-        let big = GuestResponse { status: 200, headers: vec![], body: vec![0; 11] };
-        assert!(response_from_guest(big, 10).unwrap_err().contains("exceeds"));
-        let bad = GuestResponse { status: 42, headers: vec![], body: vec![] };
+        let big = GuestResponse {
+            status: 200,
+            headers: vec![],
+            body: vec![0; 11],
+        };
+        assert!(
+            response_from_guest(big, 10)
+                .unwrap_err()
+                .contains("exceeds")
+        );
+        let bad = GuestResponse {
+            status: 42,
+            headers: vec![],
+            body: vec![],
+        };
         assert!(response_from_guest(bad, 10).unwrap_err().contains("status"));
     }
 }

@@ -10,7 +10,7 @@ mod engine;
 mod state;
 
 use wasmtime::Engine;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 
 pub use bindings::{Card, Health, Skill};
 pub use call::{AgentImage, CallError, Live};
@@ -77,6 +77,13 @@ impl Runtime {
         &self.engine
     }
 
+    /// The linker with WASI and the host imports; for benchmarks that
+    /// measure raw wasmtime calls beside Wharf's dispatch.
+    #[doc(hidden)]
+    pub fn linker(&self) -> &Linker<GuestState> {
+        &self.linker
+    }
+
     pub fn allocation(&self) -> Allocation {
         self.allocation
     }
@@ -119,8 +126,14 @@ impl Runtime {
 /// Imports and exports of a component, by name, for `wharf inspect`.
 pub fn component_items(engine: &Engine, component: &Component) -> (Vec<String>, Vec<String>) {
     let ty = component.component_type();
-    let imports = ty.imports(engine).map(|(name, _)| name.to_string()).collect();
-    let exports = ty.exports(engine).map(|(name, _)| name.to_string()).collect();
+    let imports = ty
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let exports = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
     (imports, exports)
 }
 
@@ -131,12 +144,3 @@ impl std::fmt::Debug for Runtime {
             .finish_non_exhaustive()
     }
 }
-
-/// Guests link only against the host interface; this keeps `HasSelf` here.
-fn _assert_send() {
-    fn is_send<T: Send>() {}
-    is_send::<GuestState>();
-}
-
-#[doc(hidden)]
-pub type HostData = HasSelf<GuestState>;

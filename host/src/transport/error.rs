@@ -118,7 +118,10 @@ mod tests {
             (CallError::Unavailable("x".into()), 503),
         ];
         for (call, status) in cases {
-            assert_eq!(ApiError::from(&DispatchError::Call(call)).status.as_u16(), status);
+            assert_eq!(
+                ApiError::from(&DispatchError::Call(call)).status.as_u16(),
+                status
+            );
         }
     }
 }

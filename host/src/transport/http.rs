@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Json;
+use axum::Router;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, Request as HttpRequest, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
-use axum::Router;
 use http::{HeaderValue, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Value, json};
@@ -72,7 +72,10 @@ async fn call_agent(
     Path(params): Path<Vec<(String, String)>>,
     req: HttpRequest,
 ) -> Response {
-    let client = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let client = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
     let name = params.first().map(|(_, v)| v.as_str()).unwrap_or("");
     let id = request::next_request_id();
     let span = tracing::info_span!("wharf.request", id = %id, agent = name, method = %req.method());

@@ -94,9 +94,7 @@ pub async fn serve(
 fn with_client(
     app: Router,
     remote: SocketAddr,
-) -> impl Fn(
-    hyper::Request<Incoming>,
-) -> axum::routing::future::RouteFuture<std::convert::Infallible>
+) -> impl Fn(hyper::Request<Incoming>) -> axum::routing::future::RouteFuture<std::convert::Infallible>
 + Clone {
     move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(ConnectInfo(remote));

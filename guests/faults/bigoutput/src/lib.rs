@@ -12,7 +12,11 @@ impl wharf_guest::Guest for Fixture {
     }
 
     fn describe() -> Card {
-        Card::simple("bigoutput", env!("CARGO_PKG_VERSION"), "Test fixture that answers with a body larger than the host accepts")
+        Card::simple(
+            "bigoutput",
+            env!("CARGO_PKG_VERSION"),
+            "Test fixture that answers with a body larger than the host accepts",
+        )
     }
 
     fn health() -> Health {

@@ -16,7 +16,11 @@ impl wharf_guest::Guest for Fixture {
     }
 
     fn describe() -> Card {
-        Card::simple("membomb", env!("CARGO_PKG_VERSION"), "Test fixture that allocates until memory runs out")
+        Card::simple(
+            "membomb",
+            env!("CARGO_PKG_VERSION"),
+            "Test fixture that allocates until memory runs out",
+        )
     }
 
     fn health() -> Health {

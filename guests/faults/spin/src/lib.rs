@@ -13,7 +13,11 @@ impl wharf_guest::Guest for Fixture {
     }
 
     fn describe() -> Card {
-        Card::simple("spin", env!("CARGO_PKG_VERSION"), "Test fixture that loops forever")
+        Card::simple(
+            "spin",
+            env!("CARGO_PKG_VERSION"),
+            "Test fixture that loops forever",
+        )
     }
 
     fn health() -> Health {

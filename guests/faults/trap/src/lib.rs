@@ -11,7 +11,11 @@ impl wharf_guest::Guest for Fixture {
     }
 
     fn describe() -> Card {
-        Card::simple("trap", env!("CARGO_PKG_VERSION"), "Test fixture that traps on every request")
+        Card::simple(
+            "trap",
+            env!("CARGO_PKG_VERSION"),
+            "Test fixture that traps on every request",
+        )
     }
 
     fn health() -> Health {

@@ -1,0 +1,197 @@
+//! Shared test plumbing: building guests once, agent directories, starting
+//! an in-process server on an ephemeral port, and a small HTTP client.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tokio::sync::oneshot;
+use wharf::app::App;
+use wharf::config::Config;
+use wharf::runtime::EngineSettings;
+
+/// Directory holding the built guest components.
+pub fn guests_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let script = root.join("scripts/build-guests.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .output()
+            .expect("running scripts/build-guests.sh");
+        assert!(
+            out.status.success(),
+            "building guests failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = String::from_utf8(out.stdout).unwrap();
+        PathBuf::from(dir.trim().lines().last().unwrap())
+    })
+}
+
+/// Path of one built guest, e.g. `guest("echo")`.
+pub fn guest(name: &str) -> PathBuf {
+    let path = guests_dir().join(format!("{name}.wasm"));
+    assert!(
+        path.is_file(),
+        "guest `{name}` was not built at {}",
+        path.display()
+    );
+    path
+}
+
+/// A temporary agents directory holding copies of the named guests.
+pub fn agents_dir(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in names {
+        std::fs::copy(guest(name), dir.path().join(format!("{name}.wasm"))).unwrap();
+    }
+    dir
+}
+
+/// Engine settings small enough for many engines in one test process.
+pub fn test_engine() -> EngineSettings {
+    EngineSettings {
+        max_instances: 64,
+        ..EngineSettings::default()
+    }
+}
+
+/// Parses a test configuration; `listen` is forced to an ephemeral port and
+/// `agents` to `dir`.
+pub fn config(dir: &Path, kdl: &str) -> Config {
+    let mut config = Config::parse("test.kdl", kdl, dir).expect("test config parses");
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.agents_dir = dir.to_path_buf();
+    config
+}
+
+/// A server running in this process until dropped.
+pub struct Server {
+    pub base: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Server {
+    pub async fn start(config: Config) -> Server {
+        let engine = EngineSettings {
+            max_memory: wharf::app::engine_settings(&config).max_memory,
+            ..test_engine()
+        };
+        let app = App::start(config, engine).await.expect("server starts");
+        let base = format!("http://{}", app.local_addr());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(app.serve(async {
+            let _ = stopped.await;
+        }));
+        Server {
+            base,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Stops accepting and waits for open connections to finish.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// An HTTP response, fully read.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+
+    /// The `error.code` of a JSON error reply.
+    pub fn error_code(&self) -> String {
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    }
+}
+
+pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+pub fn client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+pub fn h2c_client() -> HttpClient {
+    Client::builder(TokioExecutor::new())
+        .http2_only(true)
+        .build_http()
+}
+
+/// Sends one request and reads the whole reply.
+pub async fn send(
+    client: &HttpClient,
+    method: Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Reply {
+    let mut builder = http::Request::builder().method(method).uri(url);
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    let req = builder.body(Full::new(body.into())).unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(60), client.request(req))
+        .await
+        .expect("reply within 60 s")
+        .expect("request succeeds at the HTTP level");
+    let (parts, body) = resp.into_parts();
+    let body = body.collect().await.unwrap().to_bytes();
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
+}
+
+pub async fn post(url: &str, body: impl Into<Bytes>) -> Reply {
+    send(&client(), Method::POST, url, &[], body).await
+}
+
+pub async fn get(url: &str) -> Reply {
+    send(&client(), Method::GET, url, &[], Bytes::new()).await
+}

@@ -1,0 +1,59 @@
+//! Golden tests: every `tests/config/invalid/*.kdl` gives exactly the
+//! diagnostics in the `.expected` file beside it, and the valid examples
+//! parse.
+
+use std::path::Path;
+
+use wharf::config::Config;
+
+#[test]
+fn invalid_configs_give_their_expected_messages() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/config/invalid");
+    let mut checked = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "kdl"))
+    {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        let err = Config::parse(name, &text, Path::new("/"))
+            .err()
+            .unwrap_or_else(|| panic!("{name} parsed, but it is meant to be invalid"));
+        let expected_path = path.with_extension("expected");
+        // WHARF_BLESS=1 rewrites the expectations; review the diff before committing.
+        if std::env::var_os("WHARF_BLESS").is_some() {
+            std::fs::write(&expected_path, format!("{}\n", err.plain())).unwrap();
+        }
+        let expected = std::fs::read_to_string(&expected_path)
+            .unwrap_or_else(|_| panic!("{name} has no .expected file"));
+        assert_eq!(
+            err.plain().trim_end(),
+            expected.trim_end(),
+            "diagnostics of {name}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 8, "only {checked} golden files found");
+}
+
+#[test]
+fn shipped_example_configs_are_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for file in ["examples/wharf.kdl", "host/src/config/default.kdl"] {
+        let path = root.join(file);
+        Config::load(&path).unwrap_or_else(|e| panic!("{file}: {}", e.plain()));
+    }
+}
+
+#[test]
+fn fancy_rendering_points_at_the_source() {
+    let err = Config::parse("w.kdl", "listen 8080\n", Path::new("/")).unwrap_err();
+    let fancy = err.fancy();
+    assert!(fancy.contains("listen 8080"), "{fancy}");
+    assert!(fancy.contains("expects a string"), "{fancy}");
+}

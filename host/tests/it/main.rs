@@ -1,0 +1,11 @@
+//! Wharf's integration tests: one binary driving real sockets and real
+//! guest components built from `guests/` (by `scripts/build-guests.sh`,
+//! run once per test binary).
+
+mod cli;
+mod common;
+mod config_golden;
+mod faults;
+mod http;
+mod registry;
+mod runtime;

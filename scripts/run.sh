@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sets up and runs Wharf on its embedded default: installs the wasm target,
+# builds the example guests into ./agents, and serves them on 127.0.0.1:8080.
+# Extra arguments go to `wharf serve` (e.g. --listen 127.0.0.1:9000).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+guests="$(scripts/build-guests.sh | tail -n 1)"
+mkdir -p agents
+cp "$guests/echo.wasm" "$guests/hello.wasm" agents/
+cargo build --release --quiet --bin wharf
+exec target/release/wharf serve "$@"
