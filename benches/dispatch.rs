@@ -16,7 +16,7 @@ use wasmtime::component::{ComponentType, Lift, Lower};
 use wharf::config::Config;
 use wharf::registry::{AgentEntry, load_dir};
 use wharf::request::{Request, Response};
-use wharf::runtime::{EngineSettings, GuestIdentity, GuestState, Health, Runtime};
+use wharf::runtime::{EngineSettings, GuestIdentity, GuestState, Health, Runtime, encode_headers};
 
 fn guests_dir() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -45,6 +45,18 @@ struct Loaded {
 }
 
 fn load(guests: &Path, pooling: bool, concurrency: bool) -> Loaded {
+    load_with(
+        guests,
+        EngineSettings {
+            pooling,
+            concurrency,
+            ..EngineSettings::default()
+        },
+    )
+}
+
+fn load_with(guests: &Path, settings: EngineSettings) -> Loaded {
+    let pooling = settings.pooling;
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(guests.join("echo.wasm"), dir.path().join("echo.wasm")).unwrap();
     let config = Config {
@@ -52,10 +64,8 @@ fn load(guests: &Path, pooling: bool, concurrency: bool) -> Loaded {
         ..Config::default()
     };
     let settings = EngineSettings {
-        pooling,
-        concurrency,
         max_instances: 100,
-        ..EngineSettings::default()
+        ..settings
     };
     let runtime = Runtime::new(&settings).unwrap();
     let expected = if pooling { "pooling" } else { "on-demand" };
@@ -194,6 +204,13 @@ struct PackedRequest<'a> {
     body: &'a [u8],
 }
 
+#[derive(ComponentType, Lower)]
+#[component(record)]
+struct CompactRequest<'a> {
+    head: &'a [u8],
+    body: &'a [u8],
+}
+
 #[derive(ComponentType, Lift)]
 #[component(record)]
 struct PackedResponse {
@@ -260,7 +277,7 @@ fn shape(c: &mut Criterion, off: &Loaded, guests: &Path) {
     }
     let mut req = request(0);
     req.headers = map;
-    let check_headers = wharf_headers(&req.headers);
+    let check_headers = encode_headers(&req.headers);
     let check = PackedRequest {
         head: b"",
         headers: &check_headers,
@@ -275,13 +292,31 @@ fn shape(c: &mut Criterion, off: &Loaded, guests: &Path) {
         b.iter(|| {
             // Encoding is part of the shape's cost: done per call, as Wharf does.
             let head = rmp_serde::to_vec(&[("method", "POST"), ("path", "/bench")]).unwrap();
-            let headers = wharf_headers(&req.headers);
+            let headers = encode_headers(&req.headers);
             let r = PackedRequest {
                 head: &head,
                 headers: &headers,
                 body: &body,
             };
             black_box(packed.call(&mut store, (r,)).unwrap())
+        })
+    });
+
+    let compact = instance
+        .get_typed_func::<(CompactRequest<'_>,), (PackedResponse,)>(&mut store, "echo-compact")
+        .unwrap();
+    g.bench_function("compact_record_1KiB_4_headers", |b| {
+        b.iter(|| {
+            // Headers encoded inside the head blob: one list fewer to lower.
+            let mut head = encode_headers(&req.headers);
+            head.extend_from_slice(
+                &rmp_serde::to_vec(&[("method", "POST"), ("path", "/bench")]).unwrap(),
+            );
+            let r = CompactRequest {
+                head: &head,
+                body: &body,
+            };
+            black_box(compact.call(&mut store, (r,)).unwrap())
         })
     });
 
@@ -292,18 +327,6 @@ fn shape(c: &mut Criterion, off: &Loaded, guests: &Path) {
         b.iter(|| black_box(raw.call(&mut store, (&body[..],)).unwrap()))
     });
     g.finish();
-}
-
-/// Wharf's header blob encoding, as the runtime does it.
-fn wharf_headers(headers: &HeaderMap) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128);
-    rmp::encode::write_array_len(&mut out, headers.len() as u32).unwrap();
-    for (k, v) in headers {
-        rmp::encode::write_array_len(&mut out, 2).unwrap();
-        rmp::encode::write_str(&mut out, k.as_str()).unwrap();
-        rmp::encode::write_bin(&mut out, v.as_bytes()).unwrap();
-    }
-    out
 }
 
 fn instantiate(c: &mut Criterion, all: &[(&str, &Loaded)]) {
@@ -323,12 +346,38 @@ fn instantiate(c: &mut Criterion, all: &[(&str, &Loaded)]) {
     g.finish();
 }
 
+/// The pooling allocator's slot-reset knobs, on the fresh-instance path.
+fn slot_reset(c: &mut Criterion, guests: &Path) {
+    let mut g = c.benchmark_group("slot_reset");
+    let variants = [
+        ("madvise_only", 0, false),
+        ("keep_resident_1MiB_memset", 1 << 20, false),
+        ("keep_resident_1MiB_pagemap_scan", 1 << 20, true),
+        ("keep_resident_64KiB_pagemap_scan", 64 << 10, true),
+    ];
+    for (label, keep_resident, pagemap_scan) in variants {
+        let loaded = load_with(
+            guests,
+            EngineSettings {
+                keep_resident,
+                pagemap_scan,
+                ..EngineSettings::default()
+            },
+        );
+        g.bench_function(label, |b| {
+            b.iter(|| black_box(loaded.echo.image.instantiate().unwrap()))
+        });
+    }
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
     let guests = guests_dir();
     let pooling_off = load(&guests, true, false);
     let pooling_on = load(&guests, true, true);
     let ondemand_off = load(&guests, false, false);
     let ondemand_on = load(&guests, false, true);
+    slot_reset(c, &guests);
     noop(c, &pooling_off, &pooling_on, &guests);
     echo(c, &pooling_off);
     shape(c, &pooling_off, &guests);

@@ -28,6 +28,14 @@ impl Guest for Shapes {
         }
     }
 
+    fn echo_compact(req: CompactRequest) -> PackedResponse {
+        PackedResponse {
+            status: 200,
+            headers: Vec::new(),
+            body: req.body,
+        }
+    }
+
     fn echo_body(body: Vec<u8>) -> Vec<u8> {
         body
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use wasmtime::{Engine, Store, Trap};
 
 use super::bindings::{Agent, AgentPre, Card, GuestError, Health};
-use super::convert::{Encoded, response_from_guest};
+use super::convert::{guest_request, response_from_guest};
 use super::engine::deadline_ticks;
 use super::state::{GuestIdentity, GuestState};
 use crate::config::Limits;
@@ -87,6 +87,7 @@ impl AgentImage {
                 agent,
                 limits: self.limits,
                 fresh: true,
+                scratch: Vec::new(),
             }),
             Err(err) => Err(match classify(&store, err) {
                 CallError::Trap(msg) => CallError::Instantiate(msg),
@@ -109,16 +110,16 @@ pub struct Live {
     limits: Limits,
     /// True until the first call: the deadline set at instantiation applies.
     fresh: bool,
+    /// Buffer for the encoded head and headers, reused across calls.
+    scratch: Vec<u8>,
 }
 
 impl Live {
     pub fn handle(&mut self, req: &Request) -> Result<Response, CallError> {
-        let encoded = Encoded::new(req);
         self.store.data_mut().request_id = Some(req.id.clone());
         self.arm_deadline();
-        let result = self
-            .agent
-            .call_handle(&mut self.store, encoded.guest_request(req));
+        let guest_req = guest_request(req, &mut self.scratch);
+        let result = self.agent.call_handle(&mut self.store, guest_req);
         match result {
             Ok(Ok(resp)) => response_from_guest(resp, self.limits.response_body)
                 .map_err(CallError::InvalidResponse),

@@ -10,31 +10,24 @@ use rmp::Marker;
 use super::bindings::{GuestRequest, GuestResponse};
 use crate::request::{Request, Response};
 
-/// The MessagePack blobs a request needs besides its body.
-pub struct Encoded {
-    head: Vec<u8>,
-    headers: Vec<u8>,
-}
-
-impl Encoded {
-    pub fn new(req: &Request) -> Self {
-        Encoded {
-            head: encode_head(req),
-            headers: encode_headers(&req.headers),
-        }
-    }
-
-    /// The guest-facing record; borrows the body, copying nothing.
-    pub fn guest_request<'a>(&'a self, req: &'a Request) -> GuestRequest<'a> {
-        GuestRequest {
-            head: &self.head,
-            headers: &self.headers,
-            body: &req.body,
-        }
+/// Encodes a request's `head` and `headers` blobs into `buf` (cleared
+/// first; one buffer serves both, and a live instance reuses it across
+/// calls) and returns the guest-facing record. The body is borrowed, never
+/// copied here.
+pub fn guest_request<'a>(req: &'a Request, buf: &'a mut Vec<u8>) -> GuestRequest<'a> {
+    buf.clear();
+    encode_head(req, buf);
+    let split = buf.len();
+    encode_headers_into(&req.headers, buf);
+    let (head, headers) = buf.split_at(split);
+    GuestRequest {
+        head,
+        headers,
+        body: &req.body,
     }
 }
 
-fn encode_head(req: &Request) -> Vec<u8> {
+fn encode_head(req: &Request, out: &mut Vec<u8>) {
     let client = req.client.map(|c| c.to_string()).unwrap_or_default();
     let fields: [(&str, &str); 6] = [
         ("method", req.method.as_str()),
@@ -45,32 +38,36 @@ fn encode_head(req: &Request) -> Vec<u8> {
         ("affinity", req.affinity.as_deref().unwrap_or("")),
     ];
     let size: usize = fields.iter().map(|(k, v)| k.len() + v.len() + 10).sum();
-    let mut out = Vec::with_capacity(size + 1);
-    write(rmp::encode::write_map_len(&mut out, fields.len() as u32));
+    out.reserve(size + 1);
+    write(rmp::encode::write_map_len(out, fields.len() as u32));
     for (key, value) in fields {
-        write(rmp::encode::write_str(&mut out, key));
-        write(rmp::encode::write_str(&mut out, value));
+        write(rmp::encode::write_str(out, key));
+        write(rmp::encode::write_str(out, value));
     }
-    out
 }
 
 /// Headers as a MessagePack array of `[name, value]` pairs; empty when none.
 pub fn encode_headers(headers: &HeaderMap) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_headers_into(headers, &mut out);
+    out
+}
+
+fn encode_headers_into(headers: &HeaderMap, out: &mut Vec<u8>) {
     if headers.is_empty() {
-        return Vec::new();
+        return;
     }
     let size: usize = headers
         .iter()
         .map(|(k, v)| k.as_str().len() + v.len() + 11)
         .sum();
-    let mut out = Vec::with_capacity(size + 5);
-    write(rmp::encode::write_array_len(&mut out, headers.len() as u32));
+    out.reserve(size + 5);
+    write(rmp::encode::write_array_len(out, headers.len() as u32));
     for (name, value) in headers {
-        write(rmp::encode::write_array_len(&mut out, 2));
-        write(rmp::encode::write_str(&mut out, name.as_str()));
-        write(rmp::encode::write_bin(&mut out, value.as_bytes()));
+        write(rmp::encode::write_array_len(out, 2));
+        write(rmp::encode::write_str(out, name.as_str()));
+        write(rmp::encode::write_bin(out, value.as_bytes()));
     }
-    out
 }
 
 /// Writes into a `Vec` cannot fail; this keeps the encoders free of `?`.
@@ -100,17 +97,19 @@ pub fn response_from_guest(resp: GuestResponse, max_body: usize) -> Result<Respo
     }
     Ok(Response {
         status,
-        headers: decode_headers(&resp.headers)?,
+        headers: decode_headers(Bytes::from(resp.headers))?,
         body: Bytes::from(resp.body),
     })
 }
 
-/// Decodes a header blob; every length is checked against the bytes present.
-pub fn decode_headers(mut buf: &[u8]) -> Result<HeaderMap, String> {
+/// Decodes a header blob; every length is checked against the bytes
+/// present. Values share the blob's allocation instead of being copied.
+pub fn decode_headers(blob: Bytes) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
-    if buf.is_empty() {
+    if blob.is_empty() {
         return Ok(map);
     }
+    let mut buf = &blob[..];
     let count = rmp::decode::read_array_len(&mut buf)
         .map_err(|_| "headers are not a MessagePack array".to_string())?;
     // Each pair takes at least 3 bytes: never reserve beyond what is present.
@@ -125,7 +124,7 @@ pub fn decode_headers(mut buf: &[u8]) -> Result<HeaderMap, String> {
         let value = read_bytes(&mut buf).ok_or_else(|| format!("header {i} has no valid value"))?;
         let name =
             HeaderName::from_bytes(name).map_err(|_| format!("header {i} has an invalid name"))?;
-        let value = HeaderValue::from_bytes(value)
+        let value = HeaderValue::from_maybe_shared(blob.slice_ref(value))
             .map_err(|_| format!("header `{name}` has an invalid value"))?;
         if !host_owned(&name) {
             map.append(name, value);
@@ -169,7 +168,7 @@ mod tests {
         headers.append("x-two", HeaderValue::from_static("a"));
         headers.append("x-two", HeaderValue::from_static("b"));
         headers.insert("content-length", HeaderValue::from_static("5"));
-        let decoded = decode_headers(&encode_headers(&headers)).unwrap();
+        let decoded = decode_headers(encode_headers(&headers).into()).unwrap();
         assert_eq!(decoded.get("x-one").unwrap(), "1");
         let twos: Vec<_> = decoded.get_all("x-two").iter().collect();
         assert_eq!(twos, ["a", "b"]);
@@ -182,21 +181,31 @@ mod tests {
     #[test]
     fn empty_headers_are_empty_bytes() {
         assert!(encode_headers(&HeaderMap::new()).is_empty());
-        assert!(decode_headers(&[]).unwrap().is_empty());
+        assert!(decode_headers(Bytes::new()).unwrap().is_empty());
     }
 
     #[test]
     fn hostile_header_blobs_are_refused_without_allocating() {
         // An array claiming 4 billion pairs with no bytes behind it.
-        assert!(decode_headers(&[0xdd, 0xff, 0xff, 0xff, 0xff]).is_err());
+        assert!(decode_headers(Bytes::from_static(&[0xdd, 0xff, 0xff, 0xff, 0xff])).is_err());
         // A str32 claiming 4 GiB.
-        assert!(decode_headers(&[0x91, 0x92, 0xdb, 0xff, 0xff, 0xff, 0xff]).is_err());
+        assert!(
+            decode_headers(Bytes::from_static(&[
+                0x91, 0x92, 0xdb, 0xff, 0xff, 0xff, 0xff
+            ]))
+            .is_err()
+        );
         // A name that is not a valid header name.
-        assert!(decode_headers(&[0x91, 0x92, 0xa2, b'a', b' ', 0xa1, b'v']).is_err());
+        assert!(
+            decode_headers(Bytes::from_static(&[
+                0x91, 0x92, 0xa2, b'a', b' ', 0xa1, b'v'
+            ]))
+            .is_err()
+        );
         // Trailing garbage.
-        assert!(decode_headers(&[0x90, 0x00]).is_err());
+        assert!(decode_headers(Bytes::from_static(&[0x90, 0x00])).is_err());
         // A map instead of an array.
-        assert!(decode_headers(&[0x80]).is_err());
+        assert!(decode_headers(Bytes::from_static(&[0x80])).is_err());
     }
 
     #[test]
@@ -204,7 +213,8 @@ mod tests {
         let mut req = Request::new(http::Method::POST, "/x");
         req.query = "a=1".into();
         req.affinity = Some("s1".into());
-        let head = encode_head(&req);
+        let mut head = Vec::new();
+        encode_head(&req, &mut head);
         let value: std::collections::BTreeMap<String, String> =
             rmp_serde::from_slice(&head).unwrap();
         assert_eq!(value["method"], "POST");

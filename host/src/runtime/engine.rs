@@ -5,7 +5,7 @@
 use std::thread;
 use std::time::Duration;
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the shared ticker advances the epoch: the resolution of deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
@@ -39,6 +39,12 @@ pub struct EngineSettings {
     pub max_memory: u64,
     /// Instances that may be live at once (pool capacity).
     pub max_instances: u32,
+    /// Bytes of each linear memory reset with `memset` instead of being
+    /// returned to the kernel when a pool slot is freed.
+    pub keep_resident: usize,
+    /// Reset only the pages a guest dirtied (Linux 6.7+ `PAGEMAP_SCAN`),
+    /// when the kernel supports it.
+    pub pagemap_scan: bool,
 }
 
 impl Default for EngineSettings {
@@ -48,6 +54,8 @@ impl Default for EngineSettings {
             concurrency: false,
             max_memory: 64 << 20,
             max_instances: 1000,
+            keep_resident: 1 << 20,
+            pagemap_scan: true,
         }
     }
 }
@@ -92,9 +100,15 @@ fn pool(settings: &EngineSettings) -> PoolingAllocationConfig {
     pool.total_tables(instances * 4);
     pool.max_memory_size(usize::try_from(settings.max_memory).unwrap_or(usize::MAX));
     // Keep the first pages of a slot resident between uses: zeroing them is
-    // cheaper than returning them to the kernel and faulting them back in.
-    pool.linear_memory_keep_resident(1 << 20);
-    pool.table_keep_resident(64 << 10);
+    // cheaper than returning them to the kernel and faulting them back in,
+    // and with PAGEMAP_SCAN only the pages a guest dirtied are zeroed.
+    pool.linear_memory_keep_resident(settings.keep_resident);
+    pool.table_keep_resident(settings.keep_resident.min(64 << 10));
+    pool.pagemap_scan(if settings.pagemap_scan {
+        Enabled::Auto
+    } else {
+        Enabled::No
+    });
     pool
 }
 

@@ -14,6 +14,7 @@ use wasmtime::component::{Component, Linker};
 
 pub use bindings::{Card, Health, Skill};
 pub use call::{AgentImage, CallError, Live};
+pub use convert::{decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings};
 pub use state::{GuestIdentity, GuestState};
 

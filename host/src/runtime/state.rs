@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::{Host, Level};
@@ -99,18 +99,32 @@ fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// Caps linear memory and remembers whether the cap was hit, so a guest
-/// that aborts after a failed allocation is reported as out of memory
-/// rather than as a generic trap.
+/// wasmtime's [`StoreLimits`] (memory size, table elements, instance and
+/// memory counts), remembering whether a memory growth was refused so a
+/// guest that aborts after a failed allocation is reported as out of
+/// memory rather than as a generic trap.
 pub(crate) struct MemoryLimiter {
-    limit: u64,
+    limits: StoreLimits,
     pub(crate) exceeded: bool,
 }
 
+/// Table elements a guest may grow to; generous for any real guest.
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+/// Core instances, tables and memories one component may create; covers
+/// interpreted-language guests, which have several of each.
+const MAX_INSTANCES: usize = 64;
+
 impl MemoryLimiter {
-    fn new(limit: u64) -> Self {
+    fn new(memory: u64) -> Self {
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(usize::try_from(memory).unwrap_or(usize::MAX))
+            .table_elements(MAX_TABLE_ELEMENTS)
+            .instances(MAX_INSTANCES)
+            .tables(MAX_INSTANCES)
+            .memories(MAX_INSTANCES)
+            .build();
         MemoryLimiter {
-            limit,
+            limits,
             exceeded: false,
         }
     }
@@ -119,11 +133,11 @@ impl MemoryLimiter {
 impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
-        _maximum: Option<usize>,
+        maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let allowed = desired as u64 <= self.limit;
+        let allowed = self.limits.memory_growing(current, desired, maximum)?;
         if !allowed {
             self.exceeded = true;
         }
@@ -132,11 +146,23 @@ impl ResourceLimiter for MemoryLimiter {
 
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
-        _maximum: Option<usize>,
+        maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1_000_000)
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
     }
 }
 
