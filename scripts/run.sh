@@ -7,6 +7,6 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 guests="$(scripts/build-guests.sh | tail -n 1)"
 mkdir -p agents
-cp "$guests/echo.wasm" "$guests/hello.wasm" agents/
+cp "$guests/echo.wasm" "$guests/hello.wasm" "$guests/counter.wasm" agents/
 cargo build --release --quiet --bin wharf
 exec target/release/wharf serve "$@"

@@ -10,7 +10,8 @@ use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::pipeline::Pipeline;
-use crate::registry::{Registry, load_dir};
+use crate::metrics::Metrics;
+use crate::registry::load_dir;
 use crate::runtime::{EngineSettings, Runtime};
 use crate::transport::{self, AppState};
 
@@ -31,15 +32,8 @@ pub enum StartError {
 /// Engine settings that fit a configuration: pool slots sized for the
 /// largest memory limit any agent has.
 pub fn engine_settings(config: &Config) -> EngineSettings {
-    let max_memory = config
-        .agents
-        .keys()
-        .map(|name| config.policy_for(name).limits.memory)
-        .chain([config.limits.memory])
-        .max()
-        .unwrap_or(config.limits.memory);
     EngineSettings {
-        max_memory,
+        max_memory: config.max_memory(),
         ..EngineSettings::default()
     }
 }
@@ -73,7 +67,7 @@ impl App {
                     addr: config.listen,
                     source,
                 })?;
-        let pipeline = Pipeline::new(Arc::new(Registry::new(snapshot)));
+        let pipeline = Pipeline::new(snapshot, Metrics::new());
         Ok(App {
             config,
             runtime: Arc::new(runtime),
@@ -93,7 +87,28 @@ impl App {
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
         tracing::info!(addr = %self.local_addr(), "listening");
         let router = transport::router(self.state.clone());
+        let housekeeping = tokio::spawn(housekeeping(self.state.clone()));
         transport::serve(self.listener, router, self.config.server, shutdown).await;
+        housekeeping.abort();
+    }
+}
+
+/// How often pins are swept, probes checked for being due, and histograms
+/// drained.
+const HOUSEKEEPING_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Background upkeep for every route, until aborted at shutdown.
+async fn housekeeping(state: Arc<AppState>) {
+    let mut tick = tokio::time::interval(HOUSEKEEPING_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let routes = state.pipeline.routes();
+        for route in routes.iter() {
+            route.sweep();
+            route.probe_if_due().await;
+        }
+        state.pipeline.metrics().upkeep();
     }
 }
 

@@ -6,7 +6,9 @@
 pub mod app;
 pub mod config;
 pub mod inspect;
+pub mod metrics;
 pub mod pipeline;
+pub mod router;
 pub mod registry;
 pub mod request;
 pub mod runtime;

@@ -48,3 +48,70 @@ impl Response {
         }
     }
 }
+
+/// The decoded `head` of a request: method, path, query, request id,
+/// client address and affinity key (empty strings when absent).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Head {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub id: String,
+    pub client: String,
+    pub affinity: String,
+}
+
+impl Head {
+    /// Decodes the MessagePack map the host sends; unknown keys are skipped.
+    pub fn decode(mut buf: &[u8]) -> Result<Head, &'static str> {
+        let mut head = Head::default();
+        let fields = read_len(&mut buf, 0x80, 0xde)?;
+        for _ in 0..fields {
+            let key = read_str(&mut buf)?;
+            let value = read_str(&mut buf)?.to_string();
+            match key {
+                "method" => head.method = value,
+                "path" => head.path = value,
+                "query" => head.query = value,
+                "id" => head.id = value,
+                "client" => head.client = value,
+                "affinity" => head.affinity = value,
+                _ => {}
+            }
+        }
+        Ok(head)
+    }
+}
+
+/// Reads a fix (`fix_base` + n < 16) or 16/32-bit (`wide`, `wide` + 1) length.
+fn read_len(buf: &mut &[u8], fix_base: u8, wide: u8) -> Result<usize, &'static str> {
+    let (&marker, rest) = buf.split_first().ok_or("truncated")?;
+    let (len, used) = match marker {
+        m if (fix_base..fix_base + 16).contains(&m) => ((m - fix_base) as usize, 0),
+        m if m == wide => (u16::from_be_bytes(take::<2>(rest)?) as usize, 2),
+        m if m == wide + 1 => (u32::from_be_bytes(take::<4>(rest)?) as usize, 4),
+        _ => return Err("unexpected MessagePack type"),
+    };
+    *buf = &rest[used..];
+    Ok(len)
+}
+
+fn read_str<'a>(buf: &mut &'a [u8]) -> Result<&'a str, &'static str> {
+    let (&marker, rest) = buf.split_first().ok_or("truncated")?;
+    let (len, used) = match marker {
+        0xa0..=0xbf => ((marker & 0x1f) as usize, 0),
+        0xd9 => (*rest.first().ok_or("truncated")? as usize, 1),
+        0xda => (u16::from_be_bytes(take::<2>(rest)?) as usize, 2),
+        0xdb => (u32::from_be_bytes(take::<4>(rest)?) as usize, 4),
+        _ => return Err("expected a string"),
+    };
+    let bytes = rest.get(used..used + len).ok_or("truncated")?;
+    *buf = &rest[used + len..];
+    core::str::from_utf8(bytes).map_err(|_| "invalid UTF-8")
+}
+
+fn take<const N: usize>(buf: &[u8]) -> Result<[u8; N], &'static str> {
+    buf.get(..N)
+        .and_then(|b| b.try_into().ok())
+        .ok_or("truncated")
+}

@@ -5,15 +5,18 @@
 
 mod diag;
 mod parse;
+mod policy;
 mod units;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 pub use diag::{ConfigError, Problem};
+pub use policy::{
+    Affinity, AffinitySource, Breaker, Health, Instances, Limits, Mode, Policy, RateKey, RateLimit,
+};
 pub use units::{format_size, parse_duration, parse_size};
 
 /// The configuration used when no file is given and `./wharf.kdl` does not exist.
@@ -26,25 +29,12 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Directory scanned for `*.wasm` agents.
     pub agents_dir: PathBuf,
-    /// Limits applied to every agent unless the agent overrides them.
-    pub limits: Limits,
     /// Listener-wide settings.
     pub server: Server,
-    /// Per-agent settings, keyed by agent name.
-    pub agents: BTreeMap<String, AgentSettings>,
-}
-
-/// Per-call resource limits for an agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Largest linear memory a guest may grow to, in bytes.
-    pub memory: u64,
-    /// Wall-clock budget for one call, instantiation included.
-    pub deadline: Duration,
-    /// Largest request body accepted, in bytes (larger: 413).
-    pub request_body: usize,
-    /// Largest response body a guest may return, in bytes (larger: 502).
-    pub response_body: usize,
+    /// What applies to every agent without an `agent` block.
+    pub defaults: Policy,
+    /// Agents with an `agent` block: the defaults with that block applied.
+    pub agents: BTreeMap<String, Policy>,
 }
 
 /// Listener and loader settings.
@@ -58,28 +48,6 @@ pub struct Server {
     pub shutdown_grace: Duration,
     /// Largest `.wasm` file the loader reads, in bytes.
     pub component_size: u64,
-}
-
-/// What the configuration says about one agent.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AgentSettings {
-    pub memory: Option<u64>,
-    pub deadline: Option<Duration>,
-    pub request_body: Option<usize>,
-    pub response_body: Option<usize>,
-    /// Values the guest reads with the `config` host import.
-    pub values: BTreeMap<String, String>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            memory: 64 << 20,
-            deadline: Duration::from_secs(2),
-            request_body: 16 << 20,
-            response_body: 16 << 20,
-        }
-    }
 }
 
 impl Default for Server {
@@ -98,18 +66,11 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             agents_dir: PathBuf::from("agents"),
-            limits: Limits::default(),
             server: Server::default(),
+            defaults: Policy::default(),
             agents: BTreeMap::new(),
         }
     }
-}
-
-/// An agent's effective limits and config values, resolved once at load time.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentPolicy {
-    pub limits: Limits,
-    pub values: Arc<BTreeMap<String, String>>,
 }
 
 impl Config {
@@ -136,24 +97,22 @@ impl Config {
             .expect("the embedded default configuration is valid")
     }
 
-    /// The limits and values that apply to the agent called `name`.
-    pub fn policy_for(&self, name: &str) -> AgentPolicy {
-        let defaults = self.limits;
-        match self.agents.get(name) {
-            None => AgentPolicy {
-                limits: defaults,
-                values: Arc::default(),
-            },
-            Some(a) => AgentPolicy {
-                limits: Limits {
-                    memory: a.memory.unwrap_or(defaults.memory),
-                    deadline: a.deadline.unwrap_or(defaults.deadline),
-                    request_body: a.request_body.unwrap_or(defaults.request_body),
-                    response_body: a.response_body.unwrap_or(defaults.response_body),
-                },
-                values: Arc::new(a.values.clone()),
-            },
-        }
+    /// What applies to the agent called `name`.
+    pub fn policy_for(&self, name: &str) -> Policy {
+        self.agents
+            .get(name)
+            .unwrap_or(&self.defaults)
+            .clone()
+    }
+
+    /// The largest memory limit any agent has (sizes the instance pool).
+    pub fn max_memory(&self) -> u64 {
+        self.agents
+            .values()
+            .map(|p| p.limits.memory)
+            .chain([self.defaults.limits.memory])
+            .max()
+            .unwrap_or(self.defaults.limits.memory)
     }
 }
 
@@ -172,8 +131,9 @@ mod tests {
 
     #[test]
     fn agent_overrides_fall_back_to_defaults() {
+        // The agent block comes first: defaults apply wherever they stand.
         let text =
-            "limits { memory \"32MiB\"; deadline \"1s\" }\nagent \"a\" { deadline \"250ms\" }\n";
+            "agent \"a\" { deadline \"250ms\" }\nlimits { memory \"32MiB\"; deadline \"1s\" }\n";
         let config = Config::parse("t.kdl", text, Path::new("/etc/wharf")).unwrap();
         let a = config.policy_for("a");
         assert_eq!(a.limits.deadline, Duration::from_millis(250));
@@ -181,5 +141,39 @@ mod tests {
         let b = config.policy_for("b");
         assert_eq!(b.limits.deadline, Duration::from_secs(1));
         assert_eq!(config.agents_dir, PathBuf::from("/etc/wharf/agents"));
+    }
+
+    #[test]
+    fn policy_blocks_merge_field_by_field() {
+        let text = r#"
+            instances { mode "warm"; max 8; max-uses 100 }
+            breaker { failures 3 }
+            affinity { header "x-session-id"; ttl "1m" }
+            agent "a" {
+                instances { max 2 }
+                affinity { capacity 50 }
+                rate-limit { requests 10; per "1s"; by "affinity" }
+                retries 0
+            }
+        "#;
+        let config = Config::parse("t.kdl", text, Path::new("/")).unwrap();
+        let a = config.policy_for("a");
+        assert_eq!(a.instances.mode, Mode::Warm);
+        assert_eq!((a.instances.max, a.instances.max_uses), (2, 100));
+        assert_eq!(a.breaker.failures, 3);
+        let affinity = a.affinity.unwrap();
+        assert_eq!(affinity.ttl, Duration::from_secs(60));
+        assert_eq!(affinity.capacity, 50);
+        assert_eq!(
+            affinity.source,
+            AffinitySource::Header(http::HeaderName::from_static("x-session-id"))
+        );
+        let rate = a.rate_limit.unwrap();
+        assert_eq!((rate.requests, rate.burst, rate.by), (10, 10, RateKey::Affinity));
+        assert_eq!(a.limits.retries, 0);
+        let b = config.policy_for("b");
+        assert_eq!(b.instances.max, 8);
+        assert!(b.rate_limit.is_none());
+        assert_eq!(b.limits.retries, 1);
     }
 }

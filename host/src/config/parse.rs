@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
@@ -11,23 +12,51 @@ use miette::SourceSpan;
 
 use super::diag::{ConfigError, Problem};
 use super::units::{parse_duration, parse_size};
-use super::{AgentSettings, Config};
+use super::{
+    Affinity, AffinitySource, Breaker, Config, Health, Instances, Limits, Mode, Policy, RateKey,
+    RateLimit, Server,
+};
 
-const TOP: &[&str] = &["listen", "agents", "limits", "server", "agent"];
-const LIMITS: &[&str] = &["memory", "deadline", "request-body", "response-body"];
-const SERVER: &[&str] = &[
-    "connections",
-    "header-timeout",
-    "shutdown-grace",
-    "component-size",
+const TOP: &[&str] = &[
+    "listen",
+    "agents",
+    "server",
+    "limits",
+    "instances",
+    "health",
+    "breaker",
+    "affinity",
+    "rate-limit",
+    "agent",
 ];
+const LIMITS: &[&str] = &[
+    "memory",
+    "deadline",
+    "request-body",
+    "response-body",
+    "concurrency",
+    "retries",
+];
+const SERVER: &[&str] = &["connections", "header-timeout", "shutdown-grace", "component-size"];
 const AGENT: &[&str] = &[
     "memory",
     "deadline",
     "request-body",
     "response-body",
+    "concurrency",
+    "retries",
     "config",
+    "instances",
+    "health",
+    "breaker",
+    "affinity",
+    "rate-limit",
 ];
+const INSTANCES: &[&str] = &["mode", "max", "max-uses", "max-memory", "queue"];
+const HEALTH: &[&str] = &["interval", "unhealthy-after"];
+const BREAKER: &[&str] = &["failures", "cool-down"];
+const AFFINITY: &[&str] = &["header", "cookie", "ttl", "capacity"];
+const RATE_LIMIT: &[&str] = &["requests", "per", "burst", "by"];
 
 pub(super) fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     let doc = match KdlDocument::parse(text) {
@@ -67,48 +96,73 @@ impl Walker {
     fn document(&mut self, doc: &KdlDocument) -> Config {
         let mut config = Config::default();
         let mut seen = Seen::default();
-        for node in doc.nodes() {
-            let key = node.name().value();
-            if key != "agent" && !seen.first(self, node) {
+        // Defaults first, wherever they appear, so every agent block starts
+        // from them.
+        for node in doc.nodes().iter().filter(|n| n.name().value() != "agent") {
+            if !seen.first(self, node) {
                 continue;
             }
-            match key {
-                "listen" => {
-                    if let Some(addr) = self.socket_addr(node) {
-                        config.listen = addr;
-                    }
-                }
+            let defaults = &mut config.defaults;
+            match node.name().value() {
+                "listen" => set(&mut config.listen, self.socket_addr(node)),
                 "agents" => {
                     if let Some((dir, _)) = self.string(node) {
                         config.agents_dir = dir.into();
                     }
                 }
-                "limits" => self.limits(node, &mut config),
-                "server" => self.server(node, &mut config),
-                "agent" => self.agent(node, &mut config.agents),
-                _ => self.unknown(node, "at the top level", TOP),
+                "server" => self.server(node, &mut config.server),
+                "limits" => {
+                    for child in self.block(node) {
+                        if !self.limit(child, &mut defaults.limits) {
+                            self.unknown(child, "in `limits`", LIMITS);
+                        }
+                    }
+                }
+                _ => {
+                    if !self.policy_block(node, defaults) {
+                        self.unknown(node, "at the top level", TOP);
+                    }
+                }
             }
+        }
+        for node in doc.nodes().iter().filter(|n| n.name().value() == "agent") {
+            self.agent(node, &config.defaults.clone(), &mut config.agents);
         }
         config
     }
 
-    fn limits(&mut self, node: &KdlNode, config: &mut Config) {
-        for child in self.block(node) {
-            match child.name().value() {
-                "memory" => set(&mut config.limits.memory, self.size(child)),
-                "deadline" => set(&mut config.limits.deadline, self.duration(child)),
-                "request-body" => set(&mut config.limits.request_body, self.usize_size(child)),
-                "response-body" => set(&mut config.limits.response_body, self.usize_size(child)),
-                _ => self.unknown(child, "in `limits`", LIMITS),
-            }
+    /// A block that may stand at the top level or in an `agent` block.
+    /// Returns false when `node` is not one of them.
+    fn policy_block(&mut self, node: &KdlNode, policy: &mut Policy) -> bool {
+        match node.name().value() {
+            "instances" => self.instances(node, &mut policy.instances),
+            "health" => self.health(node, &mut policy.health),
+            "breaker" => self.breaker(node, &mut policy.breaker),
+            "affinity" => self.affinity(node, &mut policy.affinity),
+            "rate-limit" => self.rate_limit(node, &mut policy.rate_limit),
+            _ => return false,
         }
+        true
     }
 
-    fn server(&mut self, node: &KdlNode, config: &mut Config) {
+    /// One limit, in `limits` or directly in an `agent` block.
+    fn limit(&mut self, child: &KdlNode, limits: &mut Limits) -> bool {
+        match child.name().value() {
+            "memory" => set(&mut limits.memory, self.size(child)),
+            "deadline" => set(&mut limits.deadline, self.duration(child)),
+            "request-body" => set(&mut limits.request_body, self.usize_size(child)),
+            "response-body" => set(&mut limits.response_body, self.usize_size(child)),
+            "concurrency" => set(&mut limits.concurrency, self.count(child, 1)),
+            "retries" => set(&mut limits.retries, self.count(child, 0).map(clamp_u32)),
+            _ => return false,
+        }
+        true
+    }
+
+    fn server(&mut self, node: &KdlNode, s: &mut Server) {
         for child in self.block(node) {
-            let s = &mut config.server;
             match child.name().value() {
-                "connections" => set(&mut s.connections, self.count(child)),
+                "connections" => set(&mut s.connections, self.count(child, 1)),
                 "header-timeout" => set(&mut s.header_timeout, self.duration(child)),
                 "shutdown-grace" => set(&mut s.shutdown_grace, self.duration(child)),
                 "component-size" => set(&mut s.component_size, self.size(child)),
@@ -117,26 +171,161 @@ impl Walker {
         }
     }
 
-    fn agent(&mut self, node: &KdlNode, agents: &mut BTreeMap<String, AgentSettings>) {
+    fn instances(&mut self, node: &KdlNode, i: &mut Instances) {
+        for child in self.block(node) {
+            match child.name().value() {
+                "mode" => set(&mut i.mode, self.mode(child)),
+                "max" => set(&mut i.max, self.count(child, 1)),
+                "max-uses" => set(&mut i.max_uses, self.count(child, 1).map(|n| n as u64)),
+                "max-memory" => {
+                    if let Some(size) = self.size(child) {
+                        i.max_memory = Some(size);
+                    }
+                }
+                "queue" => set(&mut i.queue, self.count(child, 0)),
+                _ => self.unknown(child, "in `instances`", INSTANCES),
+            }
+        }
+    }
+
+    fn mode(&mut self, node: &KdlNode) -> Option<Mode> {
+        let (text, span) = self.string(node)?;
+        match text.as_str() {
+            "fresh" => Some(Mode::Fresh),
+            "warm" => Some(Mode::Warm),
+            _ => {
+                self.problems.push(
+                    Problem::new(span, format!("unknown instance mode `{text}`"))
+                        .help("use \"fresh\" (a new instance per request) or \"warm\" (a pool)"),
+                );
+                None
+            }
+        }
+    }
+
+    fn health(&mut self, node: &KdlNode, h: &mut Health) {
+        for child in self.block(node) {
+            match child.name().value() {
+                "interval" => set(&mut h.interval, self.duration(child)),
+                "unhealthy-after" => {
+                    set(&mut h.unhealthy_after, self.count(child, 1).map(clamp_u32))
+                }
+                _ => self.unknown(child, "in `health`", HEALTH),
+            }
+        }
+    }
+
+    fn breaker(&mut self, node: &KdlNode, b: &mut Breaker) {
+        for child in self.block(node) {
+            match child.name().value() {
+                "failures" => set(&mut b.failures, self.count(child, 1).map(clamp_u32)),
+                "cool-down" => set(&mut b.cool_down, self.duration(child)),
+                _ => self.unknown(child, "in `breaker`", BREAKER),
+            }
+        }
+    }
+
+    fn affinity(&mut self, node: &KdlNode, slot: &mut Option<Affinity>) {
+        let mut source = slot.as_ref().map(|a| a.source.clone());
+        let mut ttl = slot.as_ref().map_or(Duration::from_secs(600), |a| a.ttl);
+        let mut capacity = slot.as_ref().map_or(10_000, |a| a.capacity);
+        for child in self.block(node) {
+            match child.name().value() {
+                "header" => {
+                    if let Some((name, span)) = self.string(child) {
+                        match http::HeaderName::from_bytes(name.as_bytes()) {
+                            Ok(h) => source = Some(AffinitySource::Header(h)),
+                            Err(_) => self.problems.push(Problem::new(
+                                span,
+                                format!("`{name}` is not a valid header name"),
+                            )),
+                        }
+                    }
+                }
+                "cookie" => {
+                    if let Some((name, _)) = self.string(child) {
+                        source = Some(AffinitySource::Cookie(name));
+                    }
+                }
+                "ttl" => set(&mut ttl, self.duration(child)),
+                "capacity" => set(&mut capacity, self.count(child, 1)),
+                _ => self.unknown(child, "in `affinity`", AFFINITY),
+            }
+        }
+        match source {
+            Some(source) => {
+                *slot = Some(Affinity {
+                    source,
+                    ttl,
+                    capacity,
+                })
+            }
+            None => self.problems.push(
+                Problem::new(node.name().span(), "`affinity` needs a key source")
+                    .help("add `header \"x-session-id\"` or `cookie \"session\"`"),
+            ),
+        }
+    }
+
+    fn rate_limit(&mut self, node: &KdlNode, slot: &mut Option<RateLimit>) {
+        let mut requests = slot.map(|r| r.requests);
+        let mut per = slot.map_or(Duration::from_secs(1), |r| r.per);
+        let mut burst = slot.map(|r| r.burst);
+        let mut by = slot.map_or(RateKey::Ip, |r| r.by);
+        for child in self.block(node) {
+            match child.name().value() {
+                "requests" => requests = self.count(child, 1).map(clamp_u32).or(requests),
+                "per" => set(&mut per, self.duration(child)),
+                "burst" => burst = self.count(child, 1).map(clamp_u32).or(burst),
+                "by" => {
+                    if let Some((text, span)) = self.string(child) {
+                        match text.as_str() {
+                            "ip" => by = RateKey::Ip,
+                            "affinity" => by = RateKey::Affinity,
+                            _ => self.problems.push(
+                                Problem::new(span, format!("unknown rate-limit key `{text}`"))
+                                    .help("use \"ip\" or \"affinity\""),
+                            ),
+                        }
+                    }
+                }
+                _ => self.unknown(child, "in `rate-limit`", RATE_LIMIT),
+            }
+        }
+        match requests {
+            Some(requests) => {
+                *slot = Some(RateLimit {
+                    requests,
+                    per,
+                    burst: burst.unwrap_or(requests),
+                    by,
+                })
+            }
+            None => self.problems.push(
+                Problem::new(node.name().span(), "`rate-limit` needs `requests`")
+                    .help("e.g. `rate-limit { requests 100; per \"1s\" }`"),
+            ),
+        }
+    }
+
+    fn agent(&mut self, node: &KdlNode, defaults: &Policy, agents: &mut BTreeMap<String, Policy>) {
         let Some((name, span)) = self.agent_name(node) else {
             return;
         };
-        let mut settings = AgentSettings::default();
+        let mut policy = defaults.clone();
         let mut seen = Seen::default();
         for child in node.children().map(|d| d.nodes()).unwrap_or_default() {
             if !seen.first(self, child) {
                 continue;
             }
-            match child.name().value() {
-                "memory" => settings.memory = self.size(child),
-                "deadline" => settings.deadline = self.duration(child),
-                "request-body" => settings.request_body = self.usize_size(child),
-                "response-body" => settings.response_body = self.usize_size(child),
-                "config" => settings.values = self.values(child),
-                _ => self.unknown(child, &format!("in `agent \"{name}\"`"), AGENT),
+            if child.name().value() == "config" {
+                policy.values = Arc::new(self.values(child));
+            } else if !self.limit(child, &mut policy.limits) && !self.policy_block(child, &mut policy)
+            {
+                self.unknown(child, &format!("in `agent \"{name}\"`"), AGENT);
             }
         }
-        if agents.insert(name.clone(), settings).is_some() {
+        if agents.insert(name.clone(), policy).is_some() {
             self.problems.push(Problem::new(
                 span,
                 format!("agent `{name}` is configured twice"),
@@ -309,15 +498,17 @@ impl Walker {
         self.check(entry, parsed)
     }
 
-    fn count(&mut self, node: &KdlNode) -> Option<usize> {
+    fn count(&mut self, node: &KdlNode, min: usize) -> Option<usize> {
         let entry = self.sole_entry(node, false)?;
         let key = node.name().value();
         match entry.value() {
-            KdlValue::Integer(i) if *i >= 1 => Some(usize::try_from(*i).unwrap_or(usize::MAX)),
+            KdlValue::Integer(i) if *i >= min as i128 => {
+                Some(usize::try_from(*i).unwrap_or(usize::MAX))
+            }
             KdlValue::Integer(i) => {
                 self.problems.push(Problem::new(
                     entry.span(),
-                    format!("`{key}` must be at least 1, found {i}"),
+                    format!("`{key}` must be at least {min}, found {i}"),
                 ));
                 None
             }
@@ -355,6 +546,10 @@ impl Walker {
                 .help(format!("expected one of: {}", allowed.join(", "))),
         );
     }
+}
+
+fn clamp_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn set<T>(slot: &mut T, value: Option<T>) {

@@ -187,7 +187,7 @@ fn load_one(
             let policy = config.policy_for(name);
             let identity = GuestIdentity {
                 name: name.to_string(),
-                values: policy.values,
+                values: policy.values.clone(),
             };
             let image = runtime.agent_image(pre, identity, policy.limits);
             let card = image
@@ -204,6 +204,7 @@ fn load_one(
                 origin,
                 card: CardInfo::from(card),
                 image,
+                policy,
             };
             snapshot.agents.insert(name.to_string(), Arc::new(entry));
         }

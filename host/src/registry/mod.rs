@@ -14,6 +14,7 @@ use serde::Serialize;
 pub use load::{Refusal, load_dir};
 pub(crate) use load::{check_component, digest, read_capped};
 
+use crate::config::Policy;
 use crate::runtime::{AgentImage, Card};
 
 /// Longest agent name accepted.
@@ -83,6 +84,8 @@ pub struct AgentEntry {
     pub origin: Origin,
     pub card: CardInfo,
     pub image: AgentImage,
+    /// What the configuration says applies to this agent.
+    pub policy: Policy,
 }
 
 /// Everything loaded from one scan of the agents directory.

@@ -74,6 +74,11 @@ impl AgentImage {
         &self.limits
     }
 
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.identity.name
+    }
+
     /// A new instance in a new store. The deadline starts now: it covers
     /// instantiation and the first call.
     pub fn instantiate(&self) -> Result<Live, CallError> {
@@ -140,6 +145,11 @@ impl Live {
         self.agent
             .call_health(&mut self.store)
             .map_err(|e| classify(&self.store, e))
+    }
+
+    /// Bytes of linear memory this instance holds now.
+    pub fn memory_bytes(&self) -> u64 {
+        self.store.data().limiter.current
     }
 
     fn arm_deadline(&mut self) {

@@ -106,6 +106,8 @@ fn truncate(s: &str, max: usize) -> &str {
 pub(crate) struct MemoryLimiter {
     limits: StoreLimits,
     pub(crate) exceeded: bool,
+    /// Bytes of linear memory the store's memories hold now.
+    pub(crate) current: u64,
 }
 
 /// Table elements a guest may grow to; generous for any real guest.
@@ -126,6 +128,7 @@ impl MemoryLimiter {
         MemoryLimiter {
             limits,
             exceeded: false,
+            current: 0,
         }
     }
 }
@@ -138,7 +141,9 @@ impl ResourceLimiter for MemoryLimiter {
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let allowed = self.limits.memory_growing(current, desired, maximum)?;
-        if !allowed {
+        if allowed {
+            self.current += desired.saturating_sub(current) as u64;
+        } else {
             self.exceeded = true;
         }
         Ok(allowed)
@@ -181,6 +186,7 @@ mod tests {
         let mut limiter = MemoryLimiter::new(1024);
         assert!(limiter.memory_growing(0, 1024, None).unwrap());
         assert!(!limiter.exceeded);
+        assert_eq!(limiter.current, 1024);
         assert!(!limiter.memory_growing(1024, 2048, None).unwrap());
         assert!(limiter.exceeded);
     }

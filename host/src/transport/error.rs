@@ -6,15 +6,21 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::json;
 
-use crate::pipeline::DispatchError;
+use std::time::Duration;
+
+use http::HeaderValue;
+
+use crate::router::RouteError;
 use crate::runtime::CallError;
 
-/// An error answer: `{"error": {"code": …, "message": …}}`.
+/// An error answer: `{"error": {"code": …, "message": …}}`, with a
+/// `Retry-After` header when the client should come back later.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    pub retry_after: Option<Duration>,
 }
 
 impl ApiError {
@@ -23,7 +29,14 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// Adds `Retry-After`, in whole seconds rounded up (at least 1).
+    pub fn retry_after(mut self, wait: Duration) -> Self {
+        self.retry_after = Some(wait);
+        self
     }
 
     pub fn agent_not_found(name: &str) -> Self {
@@ -44,14 +57,38 @@ impl ApiError {
     }
 }
 
-impl From<&DispatchError> for ApiError {
-    fn from(err: &DispatchError) -> Self {
+impl From<&RouteError> for ApiError {
+    fn from(err: &RouteError) -> Self {
         use StatusCode as S;
         let call = match err {
-            DispatchError::Worker(_) => {
+            RouteError::Worker(_) => {
                 return ApiError::new(S::INTERNAL_SERVER_ERROR, "internal", "internal error");
             }
-            DispatchError::Call(call) => call,
+            RouteError::Overloaded => {
+                return ApiError::new(
+                    S::SERVICE_UNAVAILABLE,
+                    "overloaded",
+                    "the agent is busy; try again shortly",
+                )
+                .retry_after(Duration::from_secs(1));
+            }
+            RouteError::BreakerOpen { retry_after } => {
+                return ApiError::new(
+                    S::SERVICE_UNAVAILABLE,
+                    "breaker_open",
+                    "the agent is failing and temporarily switched off",
+                )
+                .retry_after(*retry_after);
+            }
+            RouteError::RateLimited { retry_after } => {
+                return ApiError::new(
+                    S::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    "too many requests; slow down",
+                )
+                .retry_after(*retry_after);
+            }
+            RouteError::Call(call) => call,
         };
         match call {
             CallError::Deadline => ApiError::new(
@@ -89,7 +126,14 @@ impl From<&DispatchError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({ "error": { "code": self.code, "message": self.message } });
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(wait) = self.retry_after {
+            let secs = wait.as_millis().div_ceil(1000).max(1);
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from(secs as u64));
+        }
+        response
     }
 }
 
@@ -99,11 +143,11 @@ mod tests {
 
     #[test]
     fn internals_are_not_shown() {
-        let err = DispatchError::Call(CallError::Trap("wasm backtrace: secret".into()));
+        let err = RouteError::Call(CallError::Trap("wasm backtrace: secret".into()));
         let api = ApiError::from(&err);
         assert_eq!(api.status, StatusCode::INTERNAL_SERVER_ERROR);
         assert!(!api.message.contains("secret"));
-        let err = DispatchError::Call(CallError::Internal("db password".into()));
+        let err = RouteError::Call(CallError::Internal("db password".into()));
         assert!(!ApiError::from(&err).message.contains("password"));
     }
 
@@ -118,10 +162,21 @@ mod tests {
             (CallError::Unavailable("x".into()), 503),
         ];
         for (call, status) in cases {
-            assert_eq!(
-                ApiError::from(&DispatchError::Call(call)).status.as_u16(),
-                status
-            );
+            let err = RouteError::Call(call);
+            assert_eq!(ApiError::from(&err).status.as_u16(), status);
+            assert_eq!(crate::router::error_status(&err), status, "router and transport agree");
         }
+    }
+
+    #[test]
+    fn shed_answers_carry_retry_after() {
+        let err = RouteError::RateLimited { retry_after: Duration::from_millis(1500) };
+        let response = ApiError::from(&err).into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[http::header::RETRY_AFTER], "2");
+        let err = RouteError::BreakerOpen { retry_after: Duration::from_millis(10) };
+        let response = ApiError::from(&err).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[http::header::RETRY_AFTER], "1");
     }
 }

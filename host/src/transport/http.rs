@@ -1,6 +1,7 @@
-//! HTTP routes: `/healthz`, `GET /agents`, and any method on
-//! `/agents/{name}` or `/agents/{name}/{*rest}`, decoded into the neutral
-//! request and handed to the pipeline.
+//! HTTP routes: `/healthz`, `/metrics`, `GET /agents`,
+//! `GET /agents/{name}/health`, and any method on `/agents/{name}` or
+//! `/agents/{name}/{*rest}`, decoded into the neutral request and handed to
+//! the pipeline.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,8 +19,10 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 
 use super::error::ApiError;
+use crate::config::Mode;
 use crate::pipeline::Pipeline;
 use crate::request::{self, Request};
+use crate::router::AgentRoute;
 
 /// What every HTTP handler shares.
 pub struct AppState {
@@ -29,7 +32,9 @@ pub struct AppState {
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
         .route("/agents", get(list_agents))
+        .route("/agents/{name}/health", get(agent_health))
         .route("/agents/{name}", any(call_agent))
         .route("/agents/{name}/{*rest}", any(call_agent))
         .fallback(not_found)
@@ -44,15 +49,27 @@ async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
 }
 
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let text = state.pipeline.metrics().render();
+    (
+        [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}
+
 async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Value> {
     let snapshot = state.pipeline.registry().snapshot();
-    let agents = snapshot.agents.values().map(|a| {
+    let routes = state.pipeline.routes();
+    let agents = routes.iter().map(|route| {
+        let entry = &route.core.entry;
         json!({
-            "name": a.origin.name,
-            "world": a.origin.world,
-            "digest": a.origin.digest,
-            "size": a.origin.size,
-            "card": a.card,
+            "name": entry.origin.name,
+            "world": entry.origin.world,
+            "digest": entry.origin.digest,
+            "size": entry.origin.size,
+            "card": entry.card,
+            "health": health_summary(route),
         })
     });
     let filters = snapshot.filters.values().map(|f| {
@@ -67,6 +84,55 @@ async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Value> {
     Json(Value::Array(agents.chain(filters).collect()))
 }
 
+async fn agent_health(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let route = state
+        .pipeline
+        .lookup(&name)
+        .ok_or_else(|| ApiError::agent_not_found(&name))?;
+    let mut body = health_summary(&route);
+    if let Some(pool) = &route.core.pool {
+        let instances: Vec<Value> = pool
+            .slots()
+            .iter()
+            .map(|slot| {
+                json!({
+                    "id": slot.id,
+                    "healthy": slot.health.is_healthy(),
+                    "consecutive_failures": slot.health.consecutive_failures(),
+                    "uses": slot.uses.load(std::sync::atomic::Ordering::Relaxed),
+                })
+            })
+            .collect();
+        body["instances"] = Value::Array(instances);
+    }
+    body["name"] = json!(name);
+    Ok(Json(body))
+}
+
+/// Health, breaker and instance counts: lock-free reads of the route.
+fn health_summary(route: &AgentRoute) -> Value {
+    let core = &route.core;
+    let mode = match core.policy.instances.mode {
+        Mode::Fresh => "fresh",
+        Mode::Warm => "warm",
+    };
+    let mut summary = json!({
+        "mode": mode,
+        "healthy": core.health.is_healthy(),
+        "consecutive_failures": core.health.consecutive_failures(),
+        "breaker": route.breaker.state().as_str(),
+    });
+    if let Some(pool) = &core.pool {
+        let live = pool.slots().len();
+        summary["live_instances"] = json!(live);
+        summary["busy_instances"] = json!(pool.busy().min(live));
+    }
+    summary
+}
+
 async fn call_agent(
     State(state): State<Arc<AppState>>,
     Path(params): Path<Vec<(String, String)>>,
@@ -78,7 +144,14 @@ async fn call_agent(
         .map(|c| c.0);
     let name = params.first().map(|(_, v)| v.as_str()).unwrap_or("");
     let id = request::next_request_id();
-    let span = tracing::info_span!("wharf.request", id = %id, agent = name, method = %req.method());
+    let span = tracing::info_span!(
+        "wharf.request",
+        id = %id,
+        agent = name,
+        method = %req.method(),
+        instance = tracing::field::Empty,
+        affinity = tracing::field::Empty,
+    );
     let started = Instant::now();
     let mut response = async {
         let result = handle(&state, name, id.clone(), client, req).await;
@@ -101,13 +174,14 @@ async fn handle(
     client: Option<SocketAddr>,
     req: HttpRequest,
 ) -> Result<Response, ApiError> {
-    let agent = state
+    let route = state
         .pipeline
         .lookup(name)
         .ok_or_else(|| ApiError::agent_not_found(name))?;
-    let limit = agent.image.limits().request_body;
+    let limit = route.core.policy.limits.request_body;
     let (parts, body) = req.into_parts();
     let body = read_body(body, limit).await?;
+    let affinity = route.affinity_key(&parts.headers);
 
     let request = Request {
         path: path_below_agent(parts.uri.path()),
@@ -117,9 +191,9 @@ async fn handle(
         body,
         id,
         client,
-        affinity: None,
+        affinity,
     };
-    match state.pipeline.dispatch(agent, request).await {
+    match state.pipeline.dispatch(&route, request).await {
         Ok(resp) => {
             let mut out = Response::new(Body::from(resp.body));
             *out.status_mut() = resp.status;

@@ -8,4 +8,5 @@ mod config_golden;
 mod faults;
 mod http;
 mod registry;
+mod routing;
 mod runtime;

@@ -15,7 +15,7 @@ use crate::common::*;
 fn load(names: &[&str], limits: Limits) -> (Runtime, Vec<Arc<AgentEntry>>) {
     let dir = agents_dir(names);
     let mut cfg = config(dir.path(), "");
-    cfg.limits = limits;
+    cfg.defaults.limits = limits;
     let runtime = Runtime::new(&test_engine()).unwrap();
     let snapshot = wharf::registry::load_dir(&runtime, &cfg, dir.path()).unwrap();
     assert!(snapshot.refused.is_empty(), "{:?}", snapshot.refused);

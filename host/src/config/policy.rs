@@ -1,0 +1,157 @@
+//! What applies to one agent: limits, instance mode, health, breaker,
+//! affinity, rate limit, and its config values. Defaults live here; the
+//! top-level blocks of `wharf.kdl` change them for every agent and an
+//! `agent` block changes them for one, field by field.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Per-call resource limits for an agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest linear memory a guest may grow to, in bytes.
+    pub memory: u64,
+    /// Wall-clock budget for one call, instantiation included.
+    pub deadline: Duration,
+    /// Largest request body accepted, in bytes (larger: 413).
+    pub request_body: usize,
+    /// Largest response body a guest may return, in bytes (larger: 502).
+    pub response_body: usize,
+    /// Calls in flight at once; past it requests are shed with 503.
+    pub concurrency: usize,
+    /// Extra attempts for a call whose instance trapped before answering.
+    pub retries: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory: 64 << 20,
+            deadline: Duration::from_secs(2),
+            request_body: 16 << 20,
+            response_body: 16 << 20,
+            concurrency: 256,
+            retries: 1,
+        }
+    }
+}
+
+/// Whether an agent gets a fresh instance per request or a warm pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Fresh,
+    Warm,
+}
+
+/// How an agent's instances are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instances {
+    pub mode: Mode,
+    /// Warm: most live instances.
+    pub max: usize,
+    /// Warm: an instance is retired after this many requests.
+    pub max_uses: u64,
+    /// Warm: an instance whose memory grew past this is retired; none: never.
+    pub max_memory: Option<u64>,
+    /// Warm: requests that may wait for a busy pool; more get 503.
+    pub queue: usize,
+}
+
+impl Default for Instances {
+    fn default() -> Self {
+        Instances {
+            mode: Mode::Fresh,
+            max: 4,
+            max_uses: 10_000,
+            max_memory: None,
+            queue: 64,
+        }
+    }
+}
+
+/// Health tracking and probing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Health {
+    /// How often the `health` export is probed.
+    pub interval: Duration,
+    /// Consecutive failures that make an instance (or agent) unhealthy.
+    pub unhealthy_after: u32,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Health {
+            interval: Duration::from_secs(10),
+            unhealthy_after: 3,
+        }
+    }
+}
+
+/// The per-agent circuit breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Breaker {
+    /// Consecutive failed requests that open the breaker.
+    pub failures: u32,
+    /// Time the breaker stays open before letting one trial request through.
+    pub cool_down: Duration,
+}
+
+impl Default for Breaker {
+    fn default() -> Self {
+        Breaker {
+            failures: 5,
+            cool_down: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Where a request's affinity key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AffinitySource {
+    /// A request header, e.g. `x-session-id`.
+    Header(http::HeaderName),
+    /// A cookie, by name.
+    Cookie(String),
+}
+
+/// Session affinity: requests with one key go to one warm instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Affinity {
+    pub source: AffinitySource,
+    /// A pin unused this long is forgotten.
+    pub ttl: Duration,
+    /// Most pins kept; the least recently used are evicted past it.
+    pub capacity: usize,
+}
+
+/// What a rate limit counts per.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateKey {
+    /// The client's IP address.
+    Ip,
+    /// The request's affinity key (IP when the request has none).
+    Affinity,
+}
+
+/// A per-client rate limit (GCRA): `requests` per `per`, bursts up to `burst`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub requests: u32,
+    pub per: Duration,
+    pub burst: u32,
+    pub by: RateKey,
+}
+
+/// Everything that applies to one agent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Policy {
+    pub limits: Limits,
+    pub instances: Instances,
+    pub health: Health,
+    pub breaker: Breaker,
+    pub affinity: Option<Affinity>,
+    pub rate_limit: Option<RateLimit>,
+    /// Values the guest reads with the `config` host import.
+    pub values: Arc<BTreeMap<String, String>>,
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# HTTP load on loopback: Wharf (echo agent, fresh and warm) against the bare
+# hyper echo ceiling (examples/bare_echo.rs), 1 KiB POST bodies.
+#   c=50 for 20 s: requests per second; c=1 for 10 s: p50/p99 latency.
+# Installs wrk from Debian when missing. Prints a Markdown table.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; }
+duration="${LOAD_SECONDS:-20}"
+
+guests="$(scripts/build-guests.sh | tail -n 1)"
+cargo build --release --quiet --bin wharf --example bare-echo
+work="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+mkdir -p "$work/agents"
+cp "$guests/echo.wasm" "$work/agents/echo.wasm"
+cp "$guests/echo.wasm" "$work/agents/warm.wasm"
+cat > "$work/wharf.kdl" <<'KDL'
+listen "127.0.0.1:9002"
+agents "agents"
+agent "warm" {
+    instances { mode "warm"; max 4 }
+}
+KDL
+head -c 1024 /dev/zero | tr '\0' 'x' > "$work/body"
+cat > "$work/post.lua" <<LUA
+wrk.method = "POST"
+local f = io.open("$work/body", "rb")
+wrk.body = f:read("*a")
+f:close()
+LUA
+
+RUST_LOG=warn target/release/examples/bare-echo 127.0.0.1:9001 &
+RUST_LOG=warn target/release/wharf serve --config "$work/wharf.kdl" &
+for _ in $(seq 1 100); do
+    curl -sf -o /dev/null http://127.0.0.1:9002/healthz && curl -sf -o /dev/null -d x http://127.0.0.1:9001/ && break
+    sleep 0.2
+done
+
+rps() { wrk -t1 -c50 -d"${duration}s" -s "$work/post.lua" "$1" | awk '/Requests\/sec/ {print $2}'; }
+lat() { wrk -t1 -c1 -d10s --latency -s "$work/post.lua" "$1" | awk '/ 50%/ {p50=$2} / 99%/ {p99=$2} END {print p50, p99}'; }
+
+base_rps=$(rps http://127.0.0.1:9001/)
+read -r base_p50 base_p99 < <(lat http://127.0.0.1:9001/)
+echo "| server | rps at c=50 | ratio to ceiling | p50 at c=1 | p99 at c=1 |"
+echo "|---|---|---|---|---|"
+echo "| bare hyper echo (ceiling) | $base_rps | 1.00 | $base_p50 | $base_p99 |"
+for agent in echo warm; do
+    r=$(rps "http://127.0.0.1:9002/agents/$agent")
+    read -r p50 p99 < <(lat "http://127.0.0.1:9002/agents/$agent")
+    ratio=$(awk -v a="$r" -v b="$base_rps" 'BEGIN {printf "%.2f", a / b}')
+    label=$([ "$agent" = echo ] && echo "Wharf, fresh instance per request" || echo "Wharf, warm pool")
+    echo "| $label | $r | $ratio | $p50 | $p99 |"
+done
