@@ -25,16 +25,31 @@ fn guests_dir() -> PathBuf {
         .arg(root.join("scripts/build-guests.sh"))
         .output()
         .expect("running scripts/build-guests.sh");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim().lines().last().unwrap())
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .lines()
+            .last()
+            .unwrap(),
+    )
 }
 
 fn health(c: &mut Criterion) {
     let mut g = c.benchmark_group("health_read");
     let cell = HealthCell::new(3);
-    g.bench_function("atomic", |b| b.iter(|| black_box(black_box(&cell).is_healthy())));
+    g.bench_function("atomic", |b| {
+        b.iter(|| black_box(black_box(&cell).is_healthy()))
+    });
     let locked = RwLock::new(true);
-    g.bench_function("rwlock", |b| b.iter(|| black_box(*black_box(&locked).read().unwrap())));
+    g.bench_function("rwlock", |b| {
+        b.iter(|| black_box(*black_box(&locked).read().unwrap()))
+    });
     g.finish();
 }
 
@@ -116,9 +131,8 @@ fn path(c: &mut Criterion) {
     }
     // The same warm call with the blocking-pool hand-off measured alone.
     g.bench_function("spawn_blocking_handoff_only", |b| {
-        b.to_async(&rt).iter(|| async {
-            black_box(tokio::task::spawn_blocking(|| 1u8).await.unwrap())
-        })
+        b.to_async(&rt)
+            .iter(|| async { black_box(tokio::task::spawn_blocking(|| 1u8).await.unwrap()) })
     });
     g.finish();
 }

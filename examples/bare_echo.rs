@@ -14,13 +14,20 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 async fn echo(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
     Ok(Response::new(Full::new(body)))
 }
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:9001".into());
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:9001".into());
     let listener = TcpListener::bind(&addr).await?;
     eprintln!("bare-echo listening on {addr}");
     loop {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
-use crate::pipeline::Pipeline;
 use crate::metrics::Metrics;
+use crate::pipeline::Pipeline;
 use crate::registry::load_dir;
 use crate::runtime::{EngineSettings, Runtime};
 use crate::transport::{self, AppState};

@@ -10,8 +10,8 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, Prometheu
 
 /// Latency buckets, in seconds: 25 µs to 10 s.
 const BUCKETS: &[f64] = &[
-    0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05,
-    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+    0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
 /// Why an instance was retired.
@@ -88,9 +88,8 @@ impl Metrics {
             retries: counter(r, "wharf_retries_total", base.clone()),
             instances_live: gauge(r, "wharf_instances", with("state", "live")),
             instances_idle: gauge(r, "wharf_instances", with("state", "idle")),
-            retired: RETIRE_REASONS.map(|reason| {
-                counter(r, "wharf_instances_retired_total", with("reason", reason))
-            }),
+            retired: RETIRE_REASONS
+                .map(|reason| counter(r, "wharf_instances_retired_total", with("reason", reason))),
             shed: SHED_REASONS
                 .map(|reason| counter(r, "wharf_requests_shed_total", with("reason", reason))),
             affinity_hits: counter(r, "wharf_affinity_total", with("outcome", "hit")),
@@ -188,7 +187,10 @@ mod tests {
         a.affinity_hits.increment(3);
         metrics.upkeep();
         let text = metrics.render();
-        assert!(text.contains(r#"wharf_requests_total{agent="echo",status="200"} 2"#), "{text}");
+        assert!(
+            text.contains(r#"wharf_requests_total{agent="echo",status="200"} 2"#),
+            "{text}"
+        );
         assert!(text.contains(r#"wharf_instances_retired_total{agent="echo",reason="trap"} 1"#));
         assert!(text.contains(r#"wharf_affinity_total{agent="echo",outcome="hit"} 3"#));
         assert!(text.contains("wharf_request_duration_seconds_bucket"));

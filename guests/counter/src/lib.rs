@@ -33,7 +33,11 @@ impl wharf_guest::Guest for Counter {
             }
             _ => {}
         }
-        let session = if head.affinity.is_empty() { "-" } else { head.affinity.as_str() };
+        let session = if head.affinity.is_empty() {
+            "-"
+        } else {
+            head.affinity.as_str()
+        };
         let count = COUNTS.with(|c| {
             let mut counts = c.borrow_mut();
             let n = counts.entry(session.to_string()).or_insert(0);

@@ -99,10 +99,7 @@ impl Config {
 
     /// What applies to the agent called `name`.
     pub fn policy_for(&self, name: &str) -> Policy {
-        self.agents
-            .get(name)
-            .unwrap_or(&self.defaults)
-            .clone()
+        self.agents.get(name).unwrap_or(&self.defaults).clone()
     }
 
     /// The largest memory limit any agent has (sizes the instance pool).
@@ -169,7 +166,10 @@ mod tests {
             AffinitySource::Header(http::HeaderName::from_static("x-session-id"))
         );
         let rate = a.rate_limit.unwrap();
-        assert_eq!((rate.requests, rate.burst, rate.by), (10, 10, RateKey::Affinity));
+        assert_eq!(
+            (rate.requests, rate.burst, rate.by),
+            (10, 10, RateKey::Affinity)
+        );
         assert_eq!(a.limits.retries, 0);
         let b = config.policy_for("b");
         assert_eq!(b.instances.max, 8);

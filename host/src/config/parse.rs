@@ -37,7 +37,12 @@ const LIMITS: &[&str] = &[
     "concurrency",
     "retries",
 ];
-const SERVER: &[&str] = &["connections", "header-timeout", "shutdown-grace", "component-size"];
+const SERVER: &[&str] = &[
+    "connections",
+    "header-timeout",
+    "shutdown-grace",
+    "component-size",
+];
 const AGENT: &[&str] = &[
     "memory",
     "deadline",
@@ -229,9 +234,12 @@ impl Walker {
         let mut source = slot.as_ref().map(|a| a.source.clone());
         let mut ttl = slot.as_ref().map_or(Duration::from_secs(600), |a| a.ttl);
         let mut capacity = slot.as_ref().map_or(10_000, |a| a.capacity);
+        // An invalid `header`/`cookie` is reported once, not again as missing.
+        let mut named_source = false;
         for child in self.block(node) {
             match child.name().value() {
                 "header" => {
+                    named_source = true;
                     if let Some((name, span)) = self.string(child) {
                         match http::HeaderName::from_bytes(name.as_bytes()) {
                             Ok(h) => source = Some(AffinitySource::Header(h)),
@@ -243,6 +251,7 @@ impl Walker {
                     }
                 }
                 "cookie" => {
+                    named_source = true;
                     if let Some((name, _)) = self.string(child) {
                         source = Some(AffinitySource::Cookie(name));
                     }
@@ -260,6 +269,7 @@ impl Walker {
                     capacity,
                 })
             }
+            None if named_source => {}
             None => self.problems.push(
                 Problem::new(node.name().span(), "`affinity` needs a key source")
                     .help("add `header \"x-session-id\"` or `cookie \"session\"`"),
@@ -320,7 +330,8 @@ impl Walker {
             }
             if child.name().value() == "config" {
                 policy.values = Arc::new(self.values(child));
-            } else if !self.limit(child, &mut policy.limits) && !self.policy_block(child, &mut policy)
+            } else if !self.limit(child, &mut policy.limits)
+                && !self.policy_block(child, &mut policy)
             {
                 self.unknown(child, &format!("in `agent \"{name}\"`"), AGENT);
             }

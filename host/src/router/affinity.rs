@@ -94,8 +94,9 @@ impl AffinityTable {
     pub fn sweep(&self) -> usize {
         let now = now_ms();
         let before = self.pins.len();
-        self.pins
-            .retain(|_, pin| now.saturating_sub(pin.last_seen_ms.load(Ordering::Relaxed)) <= self.ttl_ms);
+        self.pins.retain(|_, pin| {
+            now.saturating_sub(pin.last_seen_ms.load(Ordering::Relaxed)) <= self.ttl_ms
+        });
         before.saturating_sub(self.pins.len())
     }
 

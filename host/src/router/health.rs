@@ -147,7 +147,8 @@ impl CircuitBreaker {
         if ok {
             self.failures.store(0, Ordering::Relaxed);
             if trial {
-                self.state.store(BreakerState::Closed as u8, Ordering::Release);
+                self.state
+                    .store(BreakerState::Closed as u8, Ordering::Release);
                 self.trial_in_flight.store(false, Ordering::Release);
             }
             return;
@@ -155,7 +156,8 @@ impl CircuitBreaker {
         let failures = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
         if trial || failures >= self.threshold {
             self.opened_at_ms.store(now_ms(), Ordering::Release);
-            self.state.store(BreakerState::Open as u8, Ordering::Release);
+            self.state
+                .store(BreakerState::Open as u8, Ordering::Release);
             if trial {
                 self.trial_in_flight.store(false, Ordering::Release);
             }

@@ -75,7 +75,12 @@ impl Routes {
         let agents = snapshot
             .agents
             .iter()
-            .map(|(name, entry)| (name.clone(), Arc::new(AgentRoute::new(entry.clone(), metrics))))
+            .map(|(name, entry)| {
+                (
+                    name.clone(),
+                    Arc::new(AgentRoute::new(entry.clone(), metrics)),
+                )
+            })
             .collect();
         Routes { agents }
     }
@@ -185,7 +190,11 @@ impl AgentRoute {
         admission.finish(!failed);
         self.core.health.record(!failed);
         m.breaker_state.set(self.breaker.state() as u8 as f64);
-        m.healthy.set(if self.core.health.is_healthy() { 1.0 } else { 0.0 });
+        m.healthy.set(if self.core.health.is_healthy() {
+            1.0
+        } else {
+            0.0
+        });
         result
     }
 
@@ -196,8 +205,10 @@ impl AgentRoute {
         if now < self.next_probe_ms.load(Ordering::Relaxed) {
             return;
         }
-        let interval = u64::try_from(self.core.policy.health.interval.as_millis()).unwrap_or(u64::MAX);
-        self.next_probe_ms.store(now.saturating_add(interval), Ordering::Relaxed);
+        let interval =
+            u64::try_from(self.core.policy.health.interval.as_millis()).unwrap_or(u64::MAX);
+        self.next_probe_ms
+            .store(now.saturating_add(interval), Ordering::Relaxed);
         let core = &self.core;
         match &core.pool {
             Some(pool) => pool.probe(&core.metrics).await,
@@ -248,10 +259,13 @@ impl AgentCore {
         match &self.pool {
             Some(pool) => {
                 let key = req.affinity.as_deref();
-                let (lease, outcome) = pool.acquire(key, self.pins.as_ref(), &self.metrics, deadline).await?;
+                let (lease, outcome) = pool
+                    .acquire(key, self.pins.as_ref(), &self.metrics, deadline)
+                    .await?;
                 span.record("instance", lease.instance_id());
                 span.record("affinity", outcome.as_str());
-                pool.run(lease, self.entry.clone(), req, &self.metrics).await
+                pool.run(lease, self.entry.clone(), req, &self.metrics)
+                    .await
             }
             None => {
                 span.record("instance", "fresh");
@@ -276,7 +290,9 @@ impl AgentCore {
             .record(started.elapsed().as_secs_f64());
         let started = Instant::now();
         let result = live.handle(req);
-        self.metrics.call_seconds.record(started.elapsed().as_secs_f64());
+        self.metrics
+            .call_seconds
+            .record(started.elapsed().as_secs_f64());
         result
     }
 
@@ -362,6 +378,10 @@ mod tests {
         let missing = AffinitySource::Cookie("nope".into());
         assert_eq!(affinity_key(&missing, &headers), None);
         headers.insert("x-session-id", "x".repeat(300).parse().unwrap());
-        assert_eq!(affinity_key(&header, &headers), None, "overlong keys are ignored");
+        assert_eq!(
+            affinity_key(&header, &headers),
+            None,
+            "overlong keys are ignored"
+        );
     }
 }

@@ -186,10 +186,14 @@ impl WarmPool {
     }
 
     fn try_idle(&self) -> Option<(Arc<Slot>, OwnedMutexGuard<Option<Live>>)> {
-        self.slots.load().iter().filter(|s| s.usable()).find_map(|slot| {
-            let guard = slot.live.clone().try_lock_owned().ok()?;
-            Some((slot.clone(), guard))
-        })
+        self.slots
+            .load()
+            .iter()
+            .filter(|s| s.usable())
+            .find_map(|slot| {
+                let guard = slot.live.clone().try_lock_owned().ok()?;
+                Some((slot.clone(), guard))
+            })
     }
 
     /// An idle usable instance, or a new slot. Holding a permit guarantees
@@ -245,7 +249,10 @@ impl WarmPool {
         req: Request,
         metrics: &AgentMetrics,
     ) -> Result<Response, RouteError> {
-        let call_metrics = (metrics.instantiate_seconds.clone(), metrics.call_seconds.clone());
+        let call_metrics = (
+            metrics.instantiate_seconds.clone(),
+            metrics.call_seconds.clone(),
+        );
         let joined = tokio::task::spawn_blocking(move || {
             let result = call_on(&mut lease.guard, &entry.image, &req, &call_metrics);
             (lease, result)
@@ -260,11 +267,21 @@ impl WarmPool {
     }
 
     /// Updates the instance after a call and retires it when it must go.
-    fn settle(&self, mut lease: Lease, result: &Result<Response, CallError>, metrics: &AgentMetrics) {
+    fn settle(
+        &self,
+        mut lease: Lease,
+        result: &Result<Response, CallError>,
+        metrics: &AgentMetrics,
+    ) {
         let slot = lease.slot.clone();
         let uses = slot.uses.fetch_add(1, Ordering::Relaxed) + 1;
         let retire = match result {
-            Err(CallError::Trap(_) | CallError::Deadline | CallError::MemoryLimit | CallError::Instantiate(_)) => {
+            Err(
+                CallError::Trap(_)
+                | CallError::Deadline
+                | CallError::MemoryLimit
+                | CallError::Instantiate(_),
+            ) => {
                 // A trapped store cannot be entered again.
                 lease.guard.take();
                 slot.health.record(false);
@@ -273,7 +290,9 @@ impl WarmPool {
             other => {
                 let ok = !matches!(
                     other,
-                    Err(CallError::Internal(_) | CallError::Unavailable(_) | CallError::InvalidResponse(_))
+                    Err(CallError::Internal(_)
+                        | CallError::Unavailable(_)
+                        | CallError::InvalidResponse(_))
                 );
                 slot.health.record(ok);
                 let memory = lease.guard.as_ref().map_or(0, Live::memory_bytes);
@@ -329,9 +348,9 @@ impl WarmPool {
                 continue;
             }
             let probed = tokio::task::spawn_blocking(move || {
-                let ok = guard.as_mut().is_some_and(|live| {
-                    matches!(live.health(), Ok(crate::runtime::Health::Ok))
-                });
+                let ok = guard
+                    .as_mut()
+                    .is_some_and(|live| matches!(live.health(), Ok(crate::runtime::Health::Ok)));
                 (guard, ok)
             })
             .await;
@@ -361,7 +380,11 @@ fn call_on(
         instantiate_seconds.record(started.elapsed().as_secs_f64());
     }
     let started = Instant::now();
-    let result = live.as_mut().map_or(Err(CallError::Instantiate("no instance".into())), |l| l.handle(req));
+    let result = live
+        .as_mut()
+        .map_or(Err(CallError::Instantiate("no instance".into())), |l| {
+            l.handle(req)
+        });
     call_seconds.record(started.elapsed().as_secs_f64());
     result
 }

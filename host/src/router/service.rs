@@ -77,7 +77,9 @@ impl Policy<Request, Response, BoxError> for RetryTrapped {
         };
         let trapped = matches!(
             err.downcast_ref::<RouteError>(),
-            Some(RouteError::Call(CallError::Trap(_) | CallError::Instantiate(_)))
+            Some(RouteError::Call(
+                CallError::Trap(_) | CallError::Instantiate(_)
+            ))
         );
         if !trapped || self.left == 0 {
             return None;

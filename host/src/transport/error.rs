@@ -164,17 +164,25 @@ mod tests {
         for (call, status) in cases {
             let err = RouteError::Call(call);
             assert_eq!(ApiError::from(&err).status.as_u16(), status);
-            assert_eq!(crate::router::error_status(&err), status, "router and transport agree");
+            assert_eq!(
+                crate::router::error_status(&err),
+                status,
+                "router and transport agree"
+            );
         }
     }
 
     #[test]
     fn shed_answers_carry_retry_after() {
-        let err = RouteError::RateLimited { retry_after: Duration::from_millis(1500) };
+        let err = RouteError::RateLimited {
+            retry_after: Duration::from_millis(1500),
+        };
         let response = ApiError::from(&err).into_response();
         assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(response.headers()[http::header::RETRY_AFTER], "2");
-        let err = RouteError::BreakerOpen { retry_after: Duration::from_millis(10) };
+        let err = RouteError::BreakerOpen {
+            retry_after: Duration::from_millis(10),
+        };
         let response = ApiError::from(&err).into_response();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(response.headers()[http::header::RETRY_AFTER], "1");

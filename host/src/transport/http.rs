@@ -52,7 +52,10 @@ async fn not_found() -> ApiError {
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let text = state.pipeline.metrics().render();
     (
-        [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         text,
     )
         .into_response()
