@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -111,29 +111,31 @@ fn path(c: &mut Criterion) {
         .build()
         .unwrap();
 
+    let routes = Arc::new(routes);
     let mut g = c.benchmark_group("request_path_1KiB");
     for (label, agent) in [("fresh", "echo"), ("warm_affinity", "warm")] {
         let mut req = Request::new(Method::POST, "/");
         req.body = Bytes::from(vec![0x5a; 1 << 10]);
         req.affinity = Some("session-1".into());
         g.bench_function(label, |b| {
-            b.to_async(&rt).iter(|| {
-                let mut req = req.clone();
-                req.id = wharf::request::next_request_id();
-                let routes = &routes;
-                async move {
-                    let route = routes.get(agent).unwrap();
-                    let resp = route.dispatch(req).await.unwrap();
-                    black_box(resp)
-                }
+            // The loop runs in a task on a runtime worker, as a connection's
+            // requests do in the server.
+            b.iter_custom(|iters| {
+                let (routes, req) = (routes.clone(), req.clone());
+                let task = rt.spawn(async move {
+                    let route = routes.get(agent).unwrap().clone();
+                    let started = Instant::now();
+                    for _ in 0..iters {
+                        let mut req = req.clone();
+                        req.id = wharf::request::next_request_id();
+                        black_box(route.dispatch(req).await.unwrap());
+                    }
+                    started.elapsed()
+                });
+                rt.block_on(task).unwrap()
             })
         });
     }
-    // The same warm call with the blocking-pool hand-off measured alone.
-    g.bench_function("spawn_blocking_handoff_only", |b| {
-        b.to_async(&rt)
-            .iter(|| async { black_box(tokio::task::spawn_blocking(|| 1u8).await.unwrap()) })
-    });
     g.finish();
 }
 

@@ -51,8 +51,14 @@ impl App {
     pub async fn start(config: Config, engine: EngineSettings) -> Result<App, StartError> {
         let runtime = Runtime::new(&engine).map_err(|e| StartError::Engine(format!("{e:#}")))?;
         tracing::info!(allocator = runtime.allocation().as_str(), "engine ready");
-        let snapshot =
-            load_dir(&runtime, &config, &config.agents_dir).map_err(StartError::Agents)?;
+        // Compiling is CPU-bound and `describe()` runs guests synchronously:
+        // both belong on a blocking thread, not an async worker.
+        let runtime = Arc::new(runtime);
+        let (rt, cfg) = (runtime.clone(), config.clone());
+        let snapshot = tokio::task::spawn_blocking(move || load_dir(&rt, &cfg, &cfg.agents_dir))
+            .await
+            .map_err(|e| StartError::Agents(std::io::Error::other(e.to_string())))?
+            .map_err(StartError::Agents)?;
         tracing::info!(
             agents = snapshot.agents.len(),
             filters = snapshot.filters.len(),
@@ -70,7 +76,7 @@ impl App {
         let pipeline = Pipeline::new(snapshot, Metrics::new());
         Ok(App {
             config,
-            runtime: Arc::new(runtime),
+            runtime,
             state: Arc::new(AppState { pipeline }),
             listener,
         })

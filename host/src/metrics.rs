@@ -21,9 +21,11 @@ pub enum Retire {
     Trap = 1,
     Memory = 2,
     Unhealthy = 3,
+    /// Its request was abandoned half-way (the client went away).
+    Abandoned = 4,
 }
 
-const RETIRE_REASONS: [&str; 4] = ["uses", "trap", "memory", "unhealthy"];
+const RETIRE_REASONS: [&str; 5] = ["uses", "trap", "memory", "unhealthy", "abandoned"];
 
 /// Why a request was turned away before reaching a guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +139,7 @@ pub struct AgentMetrics {
     pub retries: Counter,
     pub instances_live: Gauge,
     pub instances_idle: Gauge,
-    retired: [Counter; 4],
+    retired: [Counter; 5],
     shed: [Counter; 4],
     pub affinity_hits: Counter,
     pub affinity_misses: Counter,

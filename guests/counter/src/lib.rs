@@ -2,7 +2,8 @@
 //! instance's memory and answers with it, so a session that stays on one
 //! warm instance sees its count grow. Sessions never see each other's
 //! counts. For tests: a body of `trap` traps, `grow N` keeps N more KiB,
-//! and `sick` makes this instance report itself unhealthy from then on.
+//! `sick` makes this instance report itself unhealthy from then on, and
+//! `busy N` computes for N milliseconds before answering.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -24,6 +25,16 @@ impl wharf_guest::Guest for Counter {
         match req.body.as_slice() {
             b"trap" => panic!("asked to trap"),
             b"sick" => SICK.with(|s| s.set(true)),
+            body if body.starts_with(b"busy ") => {
+                let ms: u64 = std::str::from_utf8(&body[5..])
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                    .ok_or_else(|| Error::BadRequest("busy takes milliseconds".into()))?;
+                let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+                while std::time::Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+            }
             body if body.starts_with(b"grow ") => {
                 let kib: usize = std::str::from_utf8(&body[5..])
                     .ok()

@@ -214,8 +214,9 @@ impl AgentRoute {
             Some(pool) => pool.probe(&core.metrics).await,
             None => {
                 let entry = core.entry.clone();
-                let probed = tokio::task::spawn_blocking(move || {
-                    entry.image.instantiate().and_then(|mut live| live.health())
+                let probed = tokio::spawn(async move {
+                    let mut live = entry.image.instantiate_async().await?;
+                    live.health_async().await
                 })
                 .await;
                 let ok = matches!(probed, Ok(Ok(crate::runtime::Health::Ok)));
@@ -264,32 +265,23 @@ impl AgentCore {
                     .await?;
                 span.record("instance", lease.instance_id());
                 span.record("affinity", outcome.as_str());
-                pool.run(lease, self.entry.clone(), req, &self.metrics)
-                    .await
+                pool.run(lease, &self.entry, &req, &self.metrics).await
             }
             None => {
                 span.record("instance", "fresh");
-                let core = self.clone();
-                let call = tokio::task::spawn_blocking(move || core.fresh_call(&req));
-                // The epoch deadline stops the guest; this backstop only
-                // covers a blocking pool too busy to start the call.
-                match tokio::time::timeout(deadline + BACKSTOP, call).await {
-                    Ok(Ok(result)) => result.map_err(RouteError::Call),
-                    Ok(Err(join)) => Err(RouteError::Worker(join.to_string())),
-                    Err(_) => Err(RouteError::Call(CallError::Deadline)),
-                }
+                self.fresh_call(&req).await.map_err(RouteError::Call)
             }
         }
     }
 
-    fn fresh_call(&self, req: &Request) -> Result<Response, CallError> {
+    async fn fresh_call(&self, req: &Request) -> Result<Response, CallError> {
         let started = Instant::now();
-        let mut live = self.entry.image.instantiate()?;
+        let mut live = self.entry.image.instantiate_async().await?;
         self.metrics
             .instantiate_seconds
             .record(started.elapsed().as_secs_f64());
         let started = Instant::now();
-        let result = live.handle(req);
+        let result = live.handle_async(req).await;
         self.metrics
             .call_seconds
             .record(started.elapsed().as_secs_f64());
@@ -305,10 +297,6 @@ impl AgentCore {
         }
     }
 }
-
-/// Extra wall-clock time past an agent's deadline before giving up on a
-/// fresh call that has not even started.
-const BACKSTOP: Duration = Duration::from_millis(500);
 
 fn from_box(err: tower::BoxError, metrics: &AgentMetrics) -> RouteError {
     if err.is::<tower::load_shed::error::Overloaded>() {

@@ -43,17 +43,25 @@ pub struct WarmPool {
     /// One permit per instance that may be leased at once.
     capacity: Arc<Semaphore>,
     waiting: AtomicUsize,
-    busy: AtomicUsize,
+    busy: Arc<AtomicUsize>,
     next_id: AtomicU64,
     /// Serializes changes to the slot list so its length stays within `max`.
     grow: std::sync::Mutex<()>,
 }
 
-/// Exclusive use of one instance for one request.
+/// Exclusive use of one instance for one request. Dropping it (also when
+/// the request is abandoned half-way) returns the instance to the pool.
 pub struct Lease {
     slot: Arc<Slot>,
     guard: OwnedMutexGuard<Option<Live>>,
+    busy: Arc<AtomicUsize>,
     _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.busy.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Lease {
@@ -90,7 +98,7 @@ impl WarmPool {
             slots: ArcSwap::from_pointee(Vec::new()),
             capacity: Arc::new(Semaphore::new(settings.max)),
             waiting: AtomicUsize::new(0),
-            busy: AtomicUsize::new(0),
+            busy: Arc::new(AtomicUsize::new(0)),
             next_id: AtomicU64::new(1),
             grow: std::sync::Mutex::new(()),
         }
@@ -177,6 +185,7 @@ impl WarmPool {
         Lease {
             slot,
             guard,
+            busy: self.busy.clone(),
             _permit: permit,
         }
     }
@@ -239,29 +248,19 @@ impl WarmPool {
         (slot, guard)
     }
 
-    /// Runs one request on a leased instance (instantiating it first if it
-    /// is new), on a blocking worker. Retires the instance when the call
-    /// leaves it unusable, worn out or too big.
+    /// Runs one request on a leased instance, instantiating it first if it
+    /// is new, and retires the instance when the call leaves it unusable,
+    /// worn out or too big. The call runs on a fiber in this task; if the
+    /// request is abandoned half-way the instance is marked and replaced at
+    /// its next lease.
     pub async fn run(
         &self,
         mut lease: Lease,
-        entry: Arc<AgentEntry>,
-        req: Request,
+        entry: &AgentEntry,
+        req: &Request,
         metrics: &AgentMetrics,
     ) -> Result<Response, RouteError> {
-        let call_metrics = (
-            metrics.instantiate_seconds.clone(),
-            metrics.call_seconds.clone(),
-        );
-        let joined = tokio::task::spawn_blocking(move || {
-            let result = call_on(&mut lease.guard, &entry.image, &req, &call_metrics);
-            (lease, result)
-        })
-        .await;
-        let (lease, result) = match joined {
-            Ok(pair) => pair,
-            Err(join) => return Err(RouteError::Worker(join.to_string())),
-        };
+        let result = call_on(&mut lease.guard, &entry.image, req, metrics).await;
         self.settle(lease, &result, metrics);
         result.map_err(RouteError::Call)
     }
@@ -310,7 +309,6 @@ impl WarmPool {
             let _grow = self.grow.lock().unwrap_or_else(|e| e.into_inner());
             self.retire_locked(&slot, why, metrics);
         }
-        self.busy.fetch_sub(1, Ordering::Relaxed);
         drop(lease);
         self.gauges(metrics);
     }
@@ -367,24 +365,31 @@ impl WarmPool {
     }
 }
 
-/// The blocking part of a warm call: instantiate when needed, then handle.
-fn call_on(
+/// A warm call: instantiate when needed, then handle.
+async fn call_on(
     live: &mut Option<Live>,
     image: &AgentImage,
     req: &Request,
-    (instantiate_seconds, call_seconds): &(metrics::Histogram, metrics::Histogram),
+    metrics: &AgentMetrics,
 ) -> Result<Response, CallError> {
-    if live.is_none() {
-        let started = Instant::now();
-        *live = Some(image.instantiate()?);
-        instantiate_seconds.record(started.elapsed().as_secs_f64());
+    if live.as_ref().is_some_and(Live::abandoned) {
+        // Its last call was cut off half-way: start this slot afresh.
+        live.take();
+        metrics.retired(Retire::Abandoned);
     }
+    let instance = match live {
+        Some(instance) => instance,
+        None => {
+            let started = Instant::now();
+            let instance = live.insert(image.instantiate_async().await?);
+            metrics
+                .instantiate_seconds
+                .record(started.elapsed().as_secs_f64());
+            instance
+        }
+    };
     let started = Instant::now();
-    let result = live
-        .as_mut()
-        .map_or(Err(CallError::Instantiate("no instance".into())), |l| {
-            l.handle(req)
-        });
-    call_seconds.record(started.elapsed().as_secs_f64());
+    let result = instance.handle_async(req).await;
+    metrics.call_seconds.record(started.elapsed().as_secs_f64());
     result
 }

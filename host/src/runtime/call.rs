@@ -3,12 +3,12 @@
 //! every way a call can fail.
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use wasmtime::{Engine, Store, Trap};
+use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
-use super::bindings::{Agent, AgentPre, Card, GuestError, Health};
+use super::bindings::{Agent, AgentPre, Card, GuestError, GuestResponse, Health};
 use super::convert::{guest_request, response_from_guest};
-use super::engine::deadline_ticks;
 use super::state::{GuestIdentity, GuestState};
 use crate::config::Limits;
 use crate::request::{Request, Response};
@@ -51,6 +51,7 @@ impl From<GuestError> for CallError {
 pub struct AgentImage {
     engine: Engine,
     pre: AgentPre<GuestState>,
+    pre_async: AgentPre<GuestState>,
     identity: Arc<GuestIdentity>,
     limits: Limits,
 }
@@ -59,12 +60,14 @@ impl AgentImage {
     pub(crate) fn new(
         engine: Engine,
         pre: AgentPre<GuestState>,
+        pre_async: AgentPre<GuestState>,
         identity: GuestIdentity,
         limits: Limits,
     ) -> Self {
         AgentImage {
             engine,
             pre,
+            pre_async,
             identity: Arc::new(identity),
             limits,
         }
@@ -79,19 +82,41 @@ impl AgentImage {
         &self.identity.name
     }
 
-    /// A new instance in a new store. The deadline starts now: it covers
-    /// instantiation and the first call.
-    pub fn instantiate(&self) -> Result<Live, CallError> {
-        let state = GuestState::new(self.identity.clone(), self.limits.memory);
+    /// A store whose deadline starts now and covers instantiation and the
+    /// first call. Every epoch tick checks the deadline: past it the guest
+    /// traps; before it an async call yields to the executor.
+    fn store(&self, may_yield: bool) -> Store<GuestState> {
+        let mut state = GuestState::new(self.identity.clone(), self.limits.memory);
+        state.deadline_at = Instant::now() + self.limits.deadline;
+        state.may_yield = may_yield;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(deadline_ticks(self.limits.deadline));
-        match self.pre.instantiate(&mut store) {
+        store.epoch_deadline_callback(|ctx| {
+            let state = ctx.data();
+            Ok(if Instant::now() >= state.deadline_at {
+                UpdateDeadline::Interrupt
+            } else if state.may_yield {
+                UpdateDeadline::Yield(1)
+            } else {
+                UpdateDeadline::Continue(1)
+            })
+        });
+        store.set_epoch_deadline(1);
+        store
+    }
+
+    fn live(
+        &self,
+        store: Store<GuestState>,
+        agent: Result<Agent, wasmtime::Error>,
+    ) -> Result<Live, CallError> {
+        match agent {
             Ok(agent) => Ok(Live {
                 store,
                 agent,
                 limits: self.limits,
                 fresh: true,
+                in_call: false,
                 scratch: Vec::new(),
             }),
             Err(err) => Err(match classify(&store, err) {
@@ -99,6 +124,22 @@ impl AgentImage {
                 other => other,
             }),
         }
+    }
+
+    /// A new instance in a new store, on this thread. Its WASI calls block,
+    /// so it must not be used on an async worker: see [`Self::instantiate_async`].
+    pub fn instantiate(&self) -> Result<Live, CallError> {
+        let mut store = self.store(false);
+        let agent = self.pre.instantiate(&mut store);
+        self.live(store, agent)
+    }
+
+    /// A new instance in a new store, on a fiber that yields to the async
+    /// executor at every epoch tick.
+    pub async fn instantiate_async(&self) -> Result<Live, CallError> {
+        let mut store = self.store(true);
+        let agent = self.pre_async.instantiate_async(&mut store).await;
+        self.live(store, agent)
     }
 
     /// One request on a fresh instance that is dropped afterwards.
@@ -115,16 +156,49 @@ pub struct Live {
     limits: Limits,
     /// True until the first call: the deadline set at instantiation applies.
     fresh: bool,
+    /// True while a call runs; still true if an async call was abandoned
+    /// half-way, which makes the instance unusable.
+    in_call: bool,
     /// Buffer for the encoded head and headers, reused across calls.
     scratch: Vec<u8>,
 }
 
 impl Live {
+    /// Calls `handle` on this thread.
     pub fn handle(&mut self, req: &Request) -> Result<Response, CallError> {
-        self.store.data_mut().request_id = Some(req.id.clone());
-        self.arm_deadline();
+        self.begin(req, false);
         let guest_req = guest_request(req, &mut self.scratch);
         let result = self.agent.call_handle(&mut self.store, guest_req);
+        self.in_call = false;
+        self.finish(result)
+    }
+
+    /// Calls `handle` on a fiber that yields to the executor at every epoch
+    /// tick, so a long call never holds an async worker for more than a tick.
+    pub async fn handle_async(&mut self, req: &Request) -> Result<Response, CallError> {
+        self.begin(req, true);
+        let guest_req = guest_request(req, &mut self.scratch);
+        let func = self.agent.func_handle();
+        let result = func
+            .call_async(&mut self.store, (guest_req,))
+            .await
+            .map(|(r,)| r);
+        self.in_call = false;
+        self.finish(result)
+    }
+
+    fn begin(&mut self, req: &Request, may_yield: bool) {
+        self.in_call = true;
+        let data = self.store.data_mut();
+        data.request_id = Some(req.id.clone());
+        data.may_yield = may_yield;
+        self.arm_deadline();
+    }
+
+    fn finish(
+        &mut self,
+        result: wasmtime::Result<Result<GuestResponse, GuestError>>,
+    ) -> Result<Response, CallError> {
         match result {
             Ok(Ok(resp)) => response_from_guest(resp, self.limits.response_body)
                 .map_err(CallError::InvalidResponse),
@@ -134,6 +208,7 @@ impl Live {
     }
 
     pub fn describe(&mut self) -> Result<Card, CallError> {
+        self.store.data_mut().may_yield = false;
         self.arm_deadline();
         self.agent
             .call_describe(&mut self.store)
@@ -141,10 +216,25 @@ impl Live {
     }
 
     pub fn health(&mut self) -> Result<Health, CallError> {
+        self.store.data_mut().may_yield = false;
         self.arm_deadline();
         self.agent
             .call_health(&mut self.store)
             .map_err(|e| classify(&self.store, e))
+    }
+
+    /// Calls `health` on a fiber (for instances made by `instantiate_async`).
+    pub async fn health_async(&mut self) -> Result<Health, CallError> {
+        self.store.data_mut().may_yield = true;
+        self.arm_deadline();
+        self.in_call = true;
+        let result = self
+            .agent
+            .func_health()
+            .call_async(&mut self.store, ())
+            .await;
+        self.in_call = false;
+        result.map(|(h,)| h).map_err(|e| classify(&self.store, e))
     }
 
     /// Bytes of linear memory this instance holds now.
@@ -152,10 +242,16 @@ impl Live {
         self.store.data().limiter.current
     }
 
+    /// Whether an async call on this instance was abandoned half-way (its
+    /// future dropped): such an instance must not be used again.
+    pub fn abandoned(&self) -> bool {
+        self.in_call
+    }
+
     fn arm_deadline(&mut self) {
         if !std::mem::take(&mut self.fresh) {
-            self.store
-                .set_epoch_deadline(deadline_ticks(self.limits.deadline));
+            self.store.data_mut().deadline_at = Instant::now() + self.limits.deadline;
+            self.store.set_epoch_deadline(1);
         }
     }
 }

@@ -98,6 +98,8 @@ fn pool(settings: &EngineSettings) -> PoolingAllocationConfig {
     pool.total_core_instances(instances * 4);
     pool.total_memories(instances * 2);
     pool.total_tables(instances * 4);
+    // Async calls run on fiber stacks taken from the pool.
+    pool.total_stacks(instances);
     pool.max_memory_size(usize::try_from(settings.max_memory).unwrap_or(usize::MAX));
     // Keep the first pages of a slot resident between uses: zeroing them is
     // cheaper than returning them to the kernel and faulting them back in,
@@ -130,23 +132,9 @@ pub fn start_ticker(engine: &Engine) {
     }
 }
 
-/// Epoch ticks for a deadline, rounded up, plus one for the partial tick now.
-pub fn deadline_ticks(deadline: Duration) -> u64 {
-    let tick = EPOCH_TICK.as_nanos();
-    let ticks = deadline.as_nanos().div_ceil(tick);
-    u64::try_from(ticks).unwrap_or(u64::MAX - 1) + 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn deadline_ticks_round_up() {
-        assert_eq!(deadline_ticks(Duration::from_millis(1)), 2);
-        assert_eq!(deadline_ticks(Duration::from_micros(1500)), 3);
-        assert_eq!(deadline_ticks(Duration::from_secs(2)), 2001);
-    }
 
     #[test]
     fn on_demand_engine_builds() {

@@ -38,8 +38,15 @@ impl World {
 
 /// A component that compiled and type-checked against one of Wharf's worlds.
 pub enum Prepared {
-    Agent(bindings::AgentPre<GuestState>),
+    Agent(AgentPres),
     Filter(bindings::FilterPre<GuestState>),
+}
+
+/// An agent pre-instantiated against both linkers: the synchronous one (load
+/// time, probes, tests, benchmarks) and the async one (the request path).
+pub struct AgentPres {
+    sync: bindings::AgentPre<GuestState>,
+    asynchronous: bindings::AgentPre<GuestState>,
 }
 
 impl Prepared {
@@ -51,10 +58,16 @@ impl Prepared {
     }
 }
 
-/// Engine, linker and allocator choice, shared by every agent.
+/// Engine, linkers and allocator choice, shared by every agent.
+///
+/// WASI p2 comes in two linkings: synchronous host functions (which block
+/// on an internal runtime and so must not run on a tokio worker) for calls
+/// made on a plain thread, and async host functions for calls made with
+/// `call_async` on the request path.
 pub struct Runtime {
     engine: Engine,
     linker: Linker<GuestState>,
+    linker_async: Linker<GuestState>,
     allocation: Allocation,
 }
 
@@ -67,9 +80,13 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         bindings::add_host_to_linker(&mut linker)?;
+        let mut linker_async = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker_async)?;
+        bindings::add_host_to_linker(&mut linker_async)?;
         Ok(Runtime {
             engine,
             linker,
+            linker_async,
             allocation,
         })
     }
@@ -101,7 +118,14 @@ impl Runtime {
             .instantiate_pre(component)
             .map_err(|e| format!("it needs imports Wharf does not provide: {e:#}"))?;
         let as_agent = match bindings::AgentPre::new(pre.clone()) {
-            Ok(agent) => return Ok(Prepared::Agent(agent)),
+            Ok(sync) => {
+                let asynchronous = self
+                    .linker_async
+                    .instantiate_pre(component)
+                    .and_then(bindings::AgentPre::new)
+                    .map_err(|e| format!("it cannot be linked for async calls: {e:#}"))?;
+                return Ok(Prepared::Agent(AgentPres { sync, asynchronous }));
+            }
             Err(e) => e,
         };
         let as_filter = match bindings::FilterPre::new(pre) {
@@ -116,11 +140,17 @@ impl Runtime {
     /// An agent ready to serve, with its identity and limits.
     pub fn agent_image(
         &self,
-        pre: bindings::AgentPre<GuestState>,
+        pres: AgentPres,
         identity: GuestIdentity,
         limits: Limits,
     ) -> AgentImage {
-        AgentImage::new(self.engine.clone(), pre, identity, limits)
+        AgentImage::new(
+            self.engine.clone(),
+            pres.sync,
+            pres.asynchronous,
+            identity,
+            limits,
+        )
     }
 }
 

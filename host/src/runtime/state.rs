@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
@@ -26,6 +27,10 @@ pub struct GuestState {
     /// Request id the current call serves, for log attribution.
     pub(crate) request_id: Option<Arc<str>>,
     pub(crate) limiter: MemoryLimiter,
+    /// When the current call must end; checked at every epoch tick.
+    pub(crate) deadline_at: Instant,
+    /// Whether the current call may yield to the async executor at a tick.
+    pub(crate) may_yield: bool,
     wasi: Option<WasiCtx>,
     table: ResourceTable,
 }
@@ -36,6 +41,8 @@ impl GuestState {
             identity,
             request_id: None,
             limiter: MemoryLimiter::new(memory_limit),
+            deadline_at: Instant::now(),
+            may_yield: false,
             wasi: None,
             table: ResourceTable::new(),
         }

@@ -400,3 +400,33 @@ async fn metrics_and_health_endpoints_describe_what_happened() {
         StatusCode::NOT_FOUND
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_abandoned_call_replaces_its_instance_and_the_host_keeps_serving() {
+    let dir = agents_dir(&["counter"]);
+    let server = Server::start(config(dir.path(), WARM_COUNTER)).await;
+    assert_eq!(session(&server, "counter", "h", "").await.text(), "h 1");
+    // The client gives up while the guest is still computing.
+    let url = server.url("/agents/counter");
+    let req = http::Request::post(&url)
+        .header("x-session-id", "h")
+        .body(http_body_util::Full::new(bytes::Bytes::from("busy 1500")))
+        .unwrap();
+    let gave_up = tokio::time::timeout(Duration::from_millis(200), client().request(req)).await;
+    assert!(
+        gave_up.is_err(),
+        "the slow call answered before the client gave up"
+    );
+    // The instance whose call was cut off is replaced, not reused.
+    let mut reply = session(&server, "counter", "h", "").await;
+    for _ in 0..50 {
+        if reply.status == StatusCode::OK {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        reply = session(&server, "counter", "h", "").await;
+    }
+    assert_eq!(reply.text(), "h 1");
+    let abandoned = r#"wharf_instances_retired_total{agent="counter",reason="abandoned"}"#;
+    assert_eq!(metric(&server, abandoned).await, 1.0);
+}
