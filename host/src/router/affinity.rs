@@ -48,8 +48,13 @@ impl AffinityTable {
         let expired = match self.pins.get(key) {
             None => return Lookup::Miss,
             Some(pin) => {
-                if now.saturating_sub(pin.last_seen_ms.load(Ordering::Relaxed)) <= self.ttl_ms {
-                    pin.last_seen_ms.store(now, Ordering::Relaxed);
+                let seen = pin.last_seen_ms.load(Ordering::Relaxed);
+                if now.saturating_sub(seen) <= self.ttl_ms {
+                    // Write only when the coarse clock moved: a hot pin's
+                    // cache line is not bounced between cores on every hit.
+                    if seen != now {
+                        pin.last_seen_ms.store(now, Ordering::Relaxed);
+                    }
                     return Lookup::Hit(pin.instance);
                 }
                 true
