@@ -92,7 +92,7 @@ impl App {
     /// Serves until `shutdown` resolves and open connections have finished.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
         tracing::info!(addr = %self.local_addr(), "listening");
-        let router = transport::router(self.state.clone());
+        let router = transport::router(self.state.clone(), self.config.server.request_timeout);
         let housekeeping = tokio::spawn(housekeeping(self.state.clone()));
         transport::serve(self.listener, router, self.config.server, shutdown).await;
         housekeeping.abort();

@@ -44,6 +44,9 @@ pub struct Server {
     pub connections: usize,
     /// Time a client has to send a complete request head (HTTP/1.1).
     pub header_timeout: Duration,
+    /// Time a whole request may take, body upload and agent call included
+    /// (longer: 408).
+    pub request_timeout: Duration,
     /// Time in-flight requests get to finish on shutdown.
     pub shutdown_grace: Duration,
     /// Largest `.wasm` file the loader reads, in bytes.
@@ -55,6 +58,7 @@ impl Default for Server {
         Server {
             connections: 1024,
             header_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
             component_size: 64 << 20,
         }

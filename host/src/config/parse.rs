@@ -169,6 +169,7 @@ impl Walker {
             match child.name().value() {
                 "connections" => set(&mut s.connections, self.count(child, 1)),
                 "header-timeout" => set(&mut s.header_timeout, self.duration(child)),
+                "request-timeout" => set(&mut s.request_timeout, self.duration(child)),
                 "shutdown-grace" => set(&mut s.shutdown_grace, self.duration(child)),
                 "component-size" => set(&mut s.component_size, self.size(child)),
                 _ => self.unknown(child, "in `server`", SERVER),

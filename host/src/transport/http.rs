@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::Router;
@@ -16,6 +16,7 @@ use axum::routing::{any, get};
 use http::{HeaderValue, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Value, json};
+use tower_http::timeout::TimeoutLayer;
 use tracing::Instrument;
 
 use super::error::ApiError;
@@ -29,16 +30,39 @@ pub struct AppState {
     pub pipeline: Pipeline,
 }
 
-pub fn router(state: Arc<AppState>) -> Router {
+/// The routes, with the whole-request timeout (tower-http) on agent calls.
+pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
+    let agents = Router::new()
+        .route("/agents/{name}", any(call_agent))
+        .route("/agents/{name}/{*rest}", any(call_agent))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ))
+        .layer(axum::middleware::map_response(timeout_as_json));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/agents", get(list_agents))
         .route("/agents/{name}/health", get(agent_health))
-        .route("/agents/{name}", any(call_agent))
-        .route("/agents/{name}/{*rest}", any(call_agent))
+        .merge(agents)
         .fallback(not_found)
         .with_state(state)
+}
+
+/// Gives the timeout layer's bare 408 the same JSON shape as every error.
+async fn timeout_as_json(response: Response) -> Response {
+    if response.status() == StatusCode::REQUEST_TIMEOUT
+        && !response.headers().contains_key(http::header::CONTENT_TYPE)
+    {
+        return ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            "the request did not complete in time",
+        )
+        .into_response();
+    }
+    response
 }
 
 async fn healthz() -> Json<Value> {

@@ -271,3 +271,31 @@ async fn connections_past_the_limit_wait_for_a_free_slot() {
         .unwrap();
     assert_eq!(reply.status, StatusCode::OK);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_that_never_finishes_gets_408_and_the_host_keeps_serving() {
+    let dir = agents_dir(&["echo"]);
+    let kdl = "server { request-timeout \"400ms\" }";
+    let server = Server::start(config(dir.path(), kdl)).await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    // Promise 100 bytes, send 10, then stall.
+    stream
+        .write_all(
+            b"POST /agents/echo HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n0123456789",
+        )
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(30), stream.read(&mut buf))
+        .await
+        .expect("the server answers a stalled body")
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("request_timeout"), "{text}");
+    assert_eq!(
+        post(&server.url("/agents/echo"), "next").await.text(),
+        "next"
+    );
+}
