@@ -40,6 +40,7 @@ const LIMITS: &[&str] = &[
 const SERVER: &[&str] = &[
     "connections",
     "header-timeout",
+    "request-timeout",
     "shutdown-grace",
     "component-size",
 ];
@@ -587,5 +588,57 @@ impl Seen {
         }
         self.0.push(key.to_string());
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name a help message offers is accepted where it is offered.
+    #[test]
+    fn offered_names_are_accepted() {
+        let blocks: [(&str, &[&str]); 7] = [
+            ("limits {{ {} 1 }}", LIMITS),
+            ("server {{ {} 1 }}", SERVER),
+            ("instances {{ {} 1 }}", INSTANCES),
+            ("health {{ {} 1 }}", HEALTH),
+            ("breaker {{ {} 1 }}", BREAKER),
+            ("rate-limit {{ {} 1 }}", RATE_LIMIT),
+            ("agent \"a\" {{ {} 1 }}", AGENT),
+        ];
+        for (template, names) in blocks {
+            for name in names {
+                let text = template
+                    .replace("{{", "{")
+                    .replace("}}", "}")
+                    .replace("{}", name);
+                let problems = match parse("t.kdl", &text) {
+                    Ok(_) => continue,
+                    Err(err) => err.plain(),
+                };
+                assert!(!problems.contains("unknown node"), "{text}: {problems}");
+            }
+        }
+        for name in AFFINITY {
+            let text = format!("affinity {{ {name} \"x\" }}");
+            if let Err(err) = parse("t.kdl", &text) {
+                assert!(
+                    !err.plain().contains("unknown node"),
+                    "{text}: {}",
+                    err.plain()
+                );
+            }
+        }
+        for name in TOP {
+            let text = format!("{name} 1");
+            if let Err(err) = parse("t.kdl", &text) {
+                assert!(
+                    !err.plain().contains("unknown node"),
+                    "{text}: {}",
+                    err.plain()
+                );
+            }
+        }
     }
 }
