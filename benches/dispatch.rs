@@ -3,41 +3,21 @@
 //! instantiation with each allocator and concurrency setting.
 //! Run with `cargo bench --bench dispatch`; results go in BENCHMARKS.md.
 
+mod common;
+
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use http::{HeaderMap, HeaderValue, Method};
 use wasmtime::Store;
-use wasmtime::component::{ComponentType, Lift, Lower};
+use wasmtime::component::{ComponentType, Instance, Lift, Lower};
 use wharf::config::Config;
 use wharf::registry::{AgentEntry, load_dir};
 use wharf::request::{Request, Response};
 use wharf::runtime::{EngineSettings, GuestIdentity, GuestState, Health, Runtime, encode_headers};
-
-fn guests_dir() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new("bash")
-        .arg(root.join("scripts/build-guests.sh"))
-        .output()
-        .expect("running scripts/build-guests.sh");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .lines()
-            .last()
-            .unwrap(),
-    )
-}
 
 struct Loaded {
     runtime: Runtime,
@@ -75,12 +55,18 @@ fn load_with(guests: &Path, settings: EngineSettings) -> Loaded {
     Loaded { runtime, echo }
 }
 
-/// A store with a far deadline, for raw calls that bypass Wharf's dispatch.
-fn raw_store(runtime: &Runtime) -> Store<GuestState> {
+/// A guest instantiated straight from the linker, in a store with a far
+/// deadline: for raw calls that bypass Wharf's dispatch.
+fn raw_instance(runtime: &Runtime, file: &Path) -> (Store<GuestState>, Instance) {
+    let component = runtime.compile(&std::fs::read(file).unwrap()).unwrap();
     let identity = Arc::new(GuestIdentity::default());
     let mut store = Store::new(runtime.engine(), GuestState::new(identity, 64 << 20));
     store.set_epoch_deadline(u64::MAX / 2);
-    store
+    let instance = runtime
+        .linker()
+        .instantiate(&mut store, &component)
+        .unwrap();
+    (store, instance)
 }
 
 fn request(body_len: usize) -> Request {
@@ -110,16 +96,7 @@ fn noop(c: &mut Criterion, off: &Loaded, on: &Loaded, guests: &Path) {
     let mut g = c.benchmark_group("noop");
     // Raw floor: the same `health` export through a bare TypedFunc.
     {
-        let component = off
-            .runtime
-            .compile(&std::fs::read(guests.join("echo.wasm")).unwrap())
-            .unwrap();
-        let mut store = raw_store(&off.runtime);
-        let instance = off
-            .runtime
-            .linker()
-            .instantiate(&mut store, &component)
-            .unwrap();
+        let (mut store, instance) = raw_instance(&off.runtime, &guests.join("echo.wasm"));
         let health = instance
             .get_typed_func::<(), (Health,)>(&mut store, "health")
             .unwrap();
@@ -136,16 +113,7 @@ fn noop(c: &mut Criterion, off: &Loaded, on: &Loaded, guests: &Path) {
     }
     // The smallest possible component call: `func()` with no values.
     {
-        let component = off
-            .runtime
-            .compile(&std::fs::read(guests.join("shapes.wasm")).unwrap())
-            .unwrap();
-        let mut store = raw_store(&off.runtime);
-        let instance = off
-            .runtime
-            .linker()
-            .instantiate(&mut store, &component)
-            .unwrap();
+        let (mut store, instance) = raw_instance(&off.runtime, &guests.join("shapes.wasm"));
         let f = instance
             .get_typed_func::<(), ()>(&mut store, "noop")
             .unwrap();
@@ -228,16 +196,7 @@ const SHAPE_HEADERS: &[(&str, &str)] = &[
 
 fn shape(c: &mut Criterion, off: &Loaded, guests: &Path) {
     let mut g = c.benchmark_group("shape");
-    let component = off
-        .runtime
-        .compile(&std::fs::read(guests.join("shapes.wasm")).unwrap())
-        .unwrap();
-    let mut store = raw_store(&off.runtime);
-    let instance = off
-        .runtime
-        .linker()
-        .instantiate(&mut store, &component)
-        .unwrap();
+    let (mut store, instance) = raw_instance(&off.runtime, &guests.join("shapes.wasm"));
     let body = vec![0x5a_u8; 1 << 10];
 
     let naive = instance
@@ -372,7 +331,7 @@ fn slot_reset(c: &mut Criterion, guests: &Path) {
 }
 
 fn benches(c: &mut Criterion) {
-    let guests = guests_dir();
+    let guests = common::guests_dir();
     let pooling_off = load(&guests, true, false);
     let pooling_on = load(&guests, true, true);
     let ondemand_off = load(&guests, false, false);

@@ -2,9 +2,9 @@
 //! and the whole in-process request path in fresh and warm modes.
 //! Run with `cargo bench --bench routing`; results go in BENCHMARKS.md.
 
+mod common;
+
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -18,27 +18,6 @@ use wharf::registry::load_dir;
 use wharf::request::Request;
 use wharf::router::{AffinityTable, HealthCell, Routes};
 use wharf::runtime::{EngineSettings, Runtime};
-
-fn guests_dir() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new("bash")
-        .arg(root.join("scripts/build-guests.sh"))
-        .output()
-        .expect("running scripts/build-guests.sh");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .lines()
-            .last()
-            .unwrap(),
-    )
-}
 
 fn health(c: &mut Criterion) {
     let mut g = c.benchmark_group("health_read");
@@ -90,7 +69,7 @@ fn affinity(c: &mut Criterion) {
 }
 
 fn path(c: &mut Criterion) {
-    let guests = guests_dir();
+    let guests = common::guests_dir();
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(guests.join("echo.wasm"), dir.path().join("echo.wasm")).unwrap();
     std::fs::copy(guests.join("echo.wasm"), dir.path().join("warm.wasm")).unwrap();
