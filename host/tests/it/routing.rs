@@ -168,7 +168,7 @@ async fn the_breaker_opens_after_failures_and_recovers_through_half_open() {
             retries 0
             breaker {
                 failures 2
-                cool-down "300ms"
+                cool-down "1s"
             }
         }
     "#;
@@ -189,7 +189,7 @@ async fn the_breaker_opens_after_failures_and_recovers_through_half_open() {
     assert_eq!(health["breaker"], "open");
 
     // After the cool-down one trial goes through; it succeeds and closes it.
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(
         session(&server, "counter", "e", "").await.status,
         StatusCode::OK
@@ -204,7 +204,7 @@ async fn the_breaker_opens_after_failures_and_recovers_through_half_open() {
     for _ in 0..2 {
         session(&server, "counter", "e", "trap").await;
     }
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(
         session(&server, "counter", "e", "trap").await.status,
         StatusCode::INTERNAL_SERVER_ERROR
@@ -244,19 +244,19 @@ async fn a_full_pool_and_a_concurrency_limit_shed_with_503() {
     std::fs::copy(guest("spin"), dir.path().join("slow.wasm")).unwrap();
     let kdl = r#"
         agent "spin" {
-            deadline "1500ms"
+            deadline "3s"
             retries 0
             instances { mode "warm"; max 1; queue 0 }
         }
         agent "slow" {
-            deadline "1500ms"
+            deadline "3s"
             concurrency 1
         }
     "#;
     let server = Server::start(config(dir.path(), kdl)).await;
     let busy_url = server.url("/agents/spin");
     let busy = tokio::spawn(async move { post(&busy_url, "hold").await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
     let shed = post(&server.url("/agents/spin"), "more").await;
     assert_eq!(
         shed.status,
@@ -274,7 +274,7 @@ async fn a_full_pool_and_a_concurrency_limit_shed_with_503() {
     // A fresh agent at its concurrency limit of 1 sheds a second call.
     let busy_url = server.url("/agents/slow");
     let busy = tokio::spawn(async move { post(&busy_url, "hold").await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
     let shed = post(&server.url("/agents/slow"), "more").await;
     assert_eq!(
         shed.status,
