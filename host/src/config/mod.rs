@@ -3,6 +3,7 @@
 //! Parsing lives in [`parse`], units in [`units`], diagnostics in [`diag`].
 //! Nothing here touches the network or the runtime.
 
+mod blocks;
 mod diag;
 mod parse;
 mod policy;

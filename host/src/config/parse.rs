@@ -12,10 +12,7 @@ use miette::SourceSpan;
 
 use super::diag::{ConfigError, Problem};
 use super::units::{parse_duration, parse_size};
-use super::{
-    Affinity, AffinitySource, Breaker, Config, Health, Instances, Limits, Mode, Policy, RateKey,
-    RateLimit, Server,
-};
+use super::{Config, Limits, Policy, Server};
 
 const TOP: &[&str] = &[
     "listen",
@@ -58,11 +55,6 @@ const AGENT: &[&str] = &[
     "affinity",
     "rate-limit",
 ];
-const INSTANCES: &[&str] = &["mode", "max", "max-uses", "max-memory", "queue"];
-const HEALTH: &[&str] = &["interval", "unhealthy-after"];
-const BREAKER: &[&str] = &["failures", "cool-down"];
-const AFFINITY: &[&str] = &["header", "cookie", "ttl", "capacity"];
-const RATE_LIMIT: &[&str] = &["requests", "per", "burst", "by"];
 
 pub(super) fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     let doc = match KdlDocument::parse(text) {
@@ -94,8 +86,8 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
 }
 
 #[derive(Default)]
-struct Walker {
-    problems: Vec<Problem>,
+pub(super) struct Walker {
+    pub(super) problems: Vec<Problem>,
 }
 
 impl Walker {
@@ -178,148 +170,6 @@ impl Walker {
         }
     }
 
-    fn instances(&mut self, node: &KdlNode, i: &mut Instances) {
-        for child in self.block(node) {
-            match child.name().value() {
-                "mode" => set(&mut i.mode, self.mode(child)),
-                "max" => set(&mut i.max, self.count(child, 1)),
-                "max-uses" => set(&mut i.max_uses, self.count(child, 1).map(|n| n as u64)),
-                "max-memory" => {
-                    if let Some(size) = self.size(child) {
-                        i.max_memory = Some(size);
-                    }
-                }
-                "queue" => set(&mut i.queue, self.count(child, 0)),
-                _ => self.unknown(child, "in `instances`", INSTANCES),
-            }
-        }
-    }
-
-    fn mode(&mut self, node: &KdlNode) -> Option<Mode> {
-        let (text, span) = self.string(node)?;
-        match text.as_str() {
-            "fresh" => Some(Mode::Fresh),
-            "warm" => Some(Mode::Warm),
-            _ => {
-                self.problems.push(
-                    Problem::new(span, format!("unknown instance mode `{text}`"))
-                        .help("use \"fresh\" (a new instance per request) or \"warm\" (a pool)"),
-                );
-                None
-            }
-        }
-    }
-
-    fn health(&mut self, node: &KdlNode, h: &mut Health) {
-        for child in self.block(node) {
-            match child.name().value() {
-                "interval" => set(&mut h.interval, self.duration(child)),
-                "unhealthy-after" => {
-                    set(&mut h.unhealthy_after, self.count(child, 1).map(clamp_u32))
-                }
-                _ => self.unknown(child, "in `health`", HEALTH),
-            }
-        }
-    }
-
-    fn breaker(&mut self, node: &KdlNode, b: &mut Breaker) {
-        for child in self.block(node) {
-            match child.name().value() {
-                "failures" => set(&mut b.failures, self.count(child, 1).map(clamp_u32)),
-                "cool-down" => set(&mut b.cool_down, self.duration(child)),
-                _ => self.unknown(child, "in `breaker`", BREAKER),
-            }
-        }
-    }
-
-    fn affinity(&mut self, node: &KdlNode, slot: &mut Option<Affinity>) {
-        let mut source = slot.as_ref().map(|a| a.source.clone());
-        let mut ttl = slot.as_ref().map_or(Duration::from_secs(600), |a| a.ttl);
-        let mut capacity = slot.as_ref().map_or(10_000, |a| a.capacity);
-        // An invalid `header`/`cookie` is reported once, not again as missing.
-        let mut named_source = false;
-        for child in self.block(node) {
-            match child.name().value() {
-                "header" => {
-                    named_source = true;
-                    if let Some((name, span)) = self.string(child) {
-                        match http::HeaderName::from_bytes(name.as_bytes()) {
-                            Ok(h) => source = Some(AffinitySource::Header(h)),
-                            Err(_) => self.problems.push(Problem::new(
-                                span,
-                                format!("`{name}` is not a valid header name"),
-                            )),
-                        }
-                    }
-                }
-                "cookie" => {
-                    named_source = true;
-                    if let Some((name, _)) = self.string(child) {
-                        source = Some(AffinitySource::Cookie(name));
-                    }
-                }
-                "ttl" => set(&mut ttl, self.duration(child)),
-                "capacity" => set(&mut capacity, self.count(child, 1)),
-                _ => self.unknown(child, "in `affinity`", AFFINITY),
-            }
-        }
-        match source {
-            Some(source) => {
-                *slot = Some(Affinity {
-                    source,
-                    ttl,
-                    capacity,
-                })
-            }
-            None if named_source => {}
-            None => self.problems.push(
-                Problem::new(node.name().span(), "`affinity` needs a key source")
-                    .help("add `header \"x-session-id\"` or `cookie \"session\"`"),
-            ),
-        }
-    }
-
-    fn rate_limit(&mut self, node: &KdlNode, slot: &mut Option<RateLimit>) {
-        let mut requests = slot.map(|r| r.requests);
-        let mut per = slot.map_or(Duration::from_secs(1), |r| r.per);
-        let mut burst = slot.map(|r| r.burst);
-        let mut by = slot.map_or(RateKey::Ip, |r| r.by);
-        for child in self.block(node) {
-            match child.name().value() {
-                "requests" => requests = self.count(child, 1).map(clamp_u32).or(requests),
-                "per" => set(&mut per, self.duration(child)),
-                "burst" => burst = self.count(child, 1).map(clamp_u32).or(burst),
-                "by" => {
-                    if let Some((text, span)) = self.string(child) {
-                        match text.as_str() {
-                            "ip" => by = RateKey::Ip,
-                            "affinity" => by = RateKey::Affinity,
-                            _ => self.problems.push(
-                                Problem::new(span, format!("unknown rate-limit key `{text}`"))
-                                    .help("use \"ip\" or \"affinity\""),
-                            ),
-                        }
-                    }
-                }
-                _ => self.unknown(child, "in `rate-limit`", RATE_LIMIT),
-            }
-        }
-        match requests {
-            Some(requests) => {
-                *slot = Some(RateLimit {
-                    requests,
-                    per,
-                    burst: burst.unwrap_or(requests),
-                    by,
-                })
-            }
-            None => self.problems.push(
-                Problem::new(node.name().span(), "`rate-limit` needs `requests`")
-                    .help("e.g. `rate-limit { requests 100; per \"1s\" }`"),
-            ),
-        }
-    }
-
     fn agent(&mut self, node: &KdlNode, defaults: &Policy, agents: &mut BTreeMap<String, Policy>) {
         let Some((name, span)) = self.agent_name(node) else {
             return;
@@ -396,7 +246,7 @@ impl Walker {
     }
 
     /// The children of a block node that takes no arguments.
-    fn block<'a>(&mut self, node: &'a KdlNode) -> &'a [KdlNode] {
+    pub(super) fn block<'a>(&mut self, node: &'a KdlNode) -> &'a [KdlNode] {
         if let Some(entry) = node.entries().first() {
             self.problems.push(Problem::new(
                 entry.span(),
@@ -410,7 +260,11 @@ impl Walker {
     }
 
     /// The single positional argument of a node; `children_ok` allows a block.
-    fn sole_entry<'a>(&mut self, node: &'a KdlNode, children_ok: bool) -> Option<&'a KdlEntry> {
+    pub(super) fn sole_entry<'a>(
+        &mut self,
+        node: &'a KdlNode,
+        children_ok: bool,
+    ) -> Option<&'a KdlEntry> {
         let key = node.name().value();
         if let Some(prop) = node.entries().iter().find(|e| e.name().is_some()) {
             self.problems.push(Problem::new(
@@ -445,7 +299,7 @@ impl Walker {
         }
     }
 
-    fn string(&mut self, node: &KdlNode) -> Option<(String, SourceSpan)> {
+    pub(super) fn string(&mut self, node: &KdlNode) -> Option<(String, SourceSpan)> {
         let entry = self.sole_entry(node, false)?;
         match entry.value().as_string() {
             Some(s) => Some((s.to_string(), entry.span())),
@@ -472,7 +326,7 @@ impl Walker {
         }
     }
 
-    fn size(&mut self, node: &KdlNode) -> Option<u64> {
+    pub(super) fn size(&mut self, node: &KdlNode) -> Option<u64> {
         let entry = self.sole_entry(node, false)?;
         let key = node.name().value();
         let parsed = match entry.value() {
@@ -486,12 +340,12 @@ impl Walker {
         self.check(entry, parsed)
     }
 
-    fn usize_size(&mut self, node: &KdlNode) -> Option<usize> {
+    pub(super) fn usize_size(&mut self, node: &KdlNode) -> Option<usize> {
         self.size(node)
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 
-    fn duration(&mut self, node: &KdlNode) -> Option<Duration> {
+    pub(super) fn duration(&mut self, node: &KdlNode) -> Option<Duration> {
         let entry = self.sole_entry(node, false)?;
         let key = node.name().value();
         let Some(text) = entry.value().as_string() else {
@@ -511,7 +365,7 @@ impl Walker {
         self.check(entry, parsed)
     }
 
-    fn count(&mut self, node: &KdlNode, min: usize) -> Option<usize> {
+    pub(super) fn count(&mut self, node: &KdlNode, min: usize) -> Option<usize> {
         let entry = self.sole_entry(node, false)?;
         let key = node.name().value();
         match entry.value() {
@@ -532,13 +386,13 @@ impl Walker {
         }
     }
 
-    fn check<T>(&mut self, entry: &KdlEntry, parsed: Result<T, String>) -> Option<T> {
+    pub(super) fn check<T>(&mut self, entry: &KdlEntry, parsed: Result<T, String>) -> Option<T> {
         parsed
             .map_err(|msg| self.problems.push(Problem::new(entry.span(), msg)))
             .ok()
     }
 
-    fn wrong_type(&mut self, entry: &KdlEntry, expected: &str) {
+    pub(super) fn wrong_type(&mut self, entry: &KdlEntry, expected: &str) {
         let found = match entry.value() {
             KdlValue::String(_) => "a string",
             KdlValue::Integer(_) => "an integer",
@@ -552,7 +406,7 @@ impl Walker {
         ));
     }
 
-    fn unknown(&mut self, node: &KdlNode, place: &str, allowed: &[&str]) {
+    pub(super) fn unknown(&mut self, node: &KdlNode, place: &str, allowed: &[&str]) {
         let key = node.name().value();
         self.problems.push(
             Problem::new(node.name().span(), format!("unknown node `{key}` {place}"))
@@ -561,11 +415,11 @@ impl Walker {
     }
 }
 
-fn clamp_u32(n: usize) -> u32 {
+pub(super) fn clamp_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn set<T>(slot: &mut T, value: Option<T>) {
+pub(super) fn set<T>(slot: &mut T, value: Option<T>) {
     if let Some(v) = value {
         *slot = v;
     }
@@ -593,6 +447,7 @@ impl Seen {
 
 #[cfg(test)]
 mod tests {
+    use super::super::blocks::{AFFINITY, BREAKER, HEALTH, INSTANCES, RATE_LIMIT};
     use super::*;
 
     /// Every name a help message offers is accepted where it is offered.
