@@ -46,6 +46,14 @@ impl Pipeline {
         self.routes.load().get(name).cloned()
     }
 
+    /// Publishes a newly loaded snapshot and its routes. Requests in flight
+    /// finish on the routes they started with; new ones see the new set.
+    pub fn publish(&self, snapshot: Snapshot) {
+        let routes = Routes::build(&snapshot, &self.metrics);
+        self.registry.publish(snapshot);
+        self.routes.store(Arc::new(routes));
+    }
+
     /// Runs one request on `route`.
     pub async fn dispatch(&self, route: &AgentRoute, req: Request) -> Result<Response, RouteError> {
         route.dispatch(req).await

@@ -77,6 +77,7 @@ pub fn config(dir: &Path, kdl: &str) -> Config {
 /// A server running in this process until dropped.
 pub struct Server {
     pub base: String,
+    state: std::sync::Arc<wharf::transport::AppState>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -89,15 +90,22 @@ impl Server {
         };
         let app = App::start(config, engine).await.expect("server starts");
         let base = format!("http://{}", app.local_addr());
+        let state = app.state.clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(app.serve(async {
             let _ = stopped.await;
         }));
         Server {
             base,
+            state,
             stop: Some(stop),
             task: Some(task),
         }
+    }
+
+    /// The running pipeline, to publish new snapshots into.
+    pub fn pipeline(&self) -> &wharf::pipeline::Pipeline {
+        &self.state.pipeline
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -430,3 +430,34 @@ async fn an_abandoned_call_replaces_its_instance_and_the_host_keeps_serving() {
     let abandoned = r#"wharf_instances_retired_total{agent="counter",reason="abandoned"}"#;
     assert_eq!(metric(&server, abandoned).await, 1.0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_snapshot_is_published_while_serving() {
+    let first = agents_dir(&["echo"]);
+    let server = Server::start(config(first.path(), "")).await;
+    assert_eq!(post(&server.url("/agents/echo"), "one").await.text(), "one");
+
+    let second = agents_dir(&["hello"]);
+    let cfg = config(second.path(), "");
+    let runtime = wharf::runtime::Runtime::new(&test_engine()).unwrap();
+    let snapshot = wharf::registry::load_dir(&runtime, &cfg, second.path()).unwrap();
+    server.pipeline().publish(snapshot);
+
+    let names: Vec<String> = get(&server.url("/agents"))
+        .await
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["hello"]);
+    assert_eq!(
+        post(&server.url("/agents/hello"), "Ann").await.text(),
+        "Hello, Ann!\n"
+    );
+    assert_eq!(
+        post(&server.url("/agents/echo"), "gone").await.status,
+        StatusCode::NOT_FOUND
+    );
+}
