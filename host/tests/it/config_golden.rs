@@ -57,3 +57,17 @@ fn fancy_rendering_points_at_the_source() {
     assert!(fancy.contains("listen 8080"), "{fancy}");
     assert!(fancy.contains("expects a string"), "{fancy}");
 }
+
+#[test]
+fn every_kdl_snippet_in_the_readme_is_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut snippets = 0;
+    for (i, block) in readme.split("```kdl\n").skip(1).enumerate() {
+        let kdl = block.split("```").next().unwrap();
+        Config::parse(&format!("README snippet {i}"), kdl, Path::new("/"))
+            .unwrap_or_else(|e| panic!("{}", e.plain()));
+        snippets += 1;
+    }
+    assert!(snippets >= 2, "only {snippets} KDL snippets found in README.md");
+}
