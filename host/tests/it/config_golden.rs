@@ -69,5 +69,8 @@ fn every_kdl_snippet_in_the_readme_is_valid() {
             .unwrap_or_else(|e| panic!("{}", e.plain()));
         snippets += 1;
     }
-    assert!(snippets >= 2, "only {snippets} KDL snippets found in README.md");
+    assert!(
+        snippets >= 2,
+        "only {snippets} KDL snippets found in README.md"
+    );
 }
