@@ -1,4 +1,5 @@
-//! What the benchmarks share: the guest components, built once per run.
+//! What the benchmarks (and the integration tests) share: building the guest
+//! components.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,6 @@
 //! an in-process server on an ephemeral port, and a small HTTP client.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -17,24 +16,14 @@ use wharf::app::App;
 use wharf::config::Config;
 use wharf::runtime::EngineSettings;
 
-/// Directory holding the built guest components.
+/// Builds guests the same way the benchmarks do.
+#[path = "../../../benches/common.rs"]
+mod build;
+
+/// Directory holding the built guest components (built once per test binary).
 pub fn guests_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let script = root.join("scripts/build-guests.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .output()
-            .expect("running scripts/build-guests.sh");
-        assert!(
-            out.status.success(),
-            "building guests failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let dir = String::from_utf8(out.stdout).unwrap();
-        PathBuf::from(dir.trim().lines().last().unwrap())
-    })
+    DIR.get_or_init(build::guests_dir)
 }
 
 /// Path of one built guest, e.g. `guest("echo")`.
