@@ -58,7 +58,7 @@ fn load_with(guests: &Path, settings: EngineSettings) -> Loaded {
 /// A guest instantiated straight from the linker, in a store with a far
 /// deadline: for raw calls that bypass Wharf's dispatch.
 fn raw_instance(runtime: &Runtime, file: &Path) -> (Store<GuestState>, Instance) {
-    let component = runtime.compile(&std::fs::read(file).unwrap()).unwrap();
+    let (component, _) = runtime.compile(&std::fs::read(file).unwrap()).unwrap();
     let identity = Arc::new(GuestIdentity::default());
     let mut store = Store::new(runtime.engine(), GuestState::new(identity, 64 << 20));
     store.set_epoch_deadline(u64::MAX / 2);

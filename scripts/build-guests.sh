@@ -1,12 +1,80 @@
 #!/usr/bin/env bash
-# Builds every Rust guest under guests/ for wasm32-wasip2 (release) and
-# prints where the components are. Installs the target when it is missing.
+# Builds every guest under guests/ from source and prints where the Rust
+# components are (last line). The other languages' components land in
+# target/guests/lang/ as NAME-LANG.wasm (echo-c.wasm, classify-py.wasm, …).
+#
+# Installs what it needs: the wasm32-wasip2 Rust target, and the pinned guest
+# toolchains (scripts/guest-toolchains.sh). A component is rebuilt only when
+# one of its sources or the WIT changed. WHARF_BIN names the `wharf` binary
+# to use for bindings and componentizing; without it the script builds one.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+target="${CARGO_TARGET_DIR:-$root/target}"
 if ! rustup target list --installed | grep -qx wasm32-wasip2; then
-    rustup target add wasm32-wasip2
+    rustup target add wasm32-wasip2 >&2
 fi
 cargo build --quiet --release --target wasm32-wasip2 \
     --manifest-path "$root/guests/Cargo.toml" \
     --target-dir "$root/target/guests"
+
+"$root/scripts/guest-toolchains.sh"
+if [ -z "${WHARF_BIN:-}" ]; then
+    cargo build --quiet --manifest-path "$root/Cargo.toml" -p wharf --bin wharf
+    WHARF_BIN="$target/debug/wharf"
+fi
+out="$root/target/guests/lang"
+work="$root/target/guests/lang-build"
+mkdir -p "$out" "$work"
+wit="$root/wit"
+
+# stale OUT INPUT...: true when OUT is missing or older than any input file.
+stale() {
+    local file="$1"
+    shift
+    [ ! -f "$file" ] || [ -n "$(find "$@" "$wit" -type f -newer "$file" -print -quit)" ]
+}
+
+build_c() { # NAME
+    local name="$1" dir="$work/c-$1"
+    stale "$out/$name-c.wasm" "$root/guests/c/$name.c" "$root/guests/c/wharf_guest.h" || return 0
+    rm -rf "$dir" && mkdir -p "$dir"
+    "$WHARF_BIN" bindgen --lang c --out "$dir/bindings" >/dev/null
+    clang --target=wasm32-wasi --sysroot=/usr -mexec-model=reactor -O2 -Wall -Wextra -Werror \
+        -Wno-unused-function -Wl,--strip-debug -I "$dir/bindings" \
+        "$root/guests/c/$name.c" "$dir/bindings/agent.c" "$dir/bindings/agent_component_type.o" \
+        -o "$dir/core.wasm"
+    "$WHARF_BIN" componentize "$dir/core.wasm" --out "$out/$name-c.wasm" >/dev/null
+}
+
+build_go() { # NAME
+    local name="$1" dir="$work/go-$1"
+    stale "$out/$name-go.wasm" "$root/guests/go/$name" "$root/guests/go/wharfguest" || return 0
+    rm -rf "$dir" && mkdir -p "$dir"
+    "$WHARF_BIN" bindgen --lang go --out "$dir" >/dev/null
+    cp -r "$root/guests/go/wharfguest" "$root/guests/go/$name/export_wit_world" "$dir/"
+    (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOOS=wasip1 GOARCH=wasm \
+        go build -buildmode=c-shared -ldflags='-checklinkname=0 -s' -o core.wasm .)
+    "$WHARF_BIN" componentize "$dir/core.wasm" --out "$out/$name-go.wasm" >/dev/null
+}
+
+build_py() { # NAME
+    local name="$1"
+    stale "$out/$name-py.wasm" "$root/guests/python/$name" "$root/guests/python/wharf_guest.py" || return 0
+    "$root/target/toolchains/python/bin/componentize-py" -d "$wit" -w agent componentize app \
+        -p "$root/guests/python/$name" -p "$root/guests/python" -o "$out/$name-py.wasm" >/dev/null
+}
+
+build_js() { # NAME
+    local name="$1" js="$root/guests/js"
+    stale "$out/$name-js.wasm" "$js/$name" "$js/wharf-guest.js" || return 0
+    (cd "$js" && node_modules/.bin/componentize-js "$name/app.js" --wit "$wit" --world-name agent \
+        --disable http --disable fetch-event -o "$out/$name-js.wasm" >/dev/null)
+}
+
+for name in echo classify; do
+    build_c "$name"
+    build_go "$name"
+    build_py "$name"
+    build_js "$name"
+done
 echo "$root/target/guests/wasm32-wasip2/release"

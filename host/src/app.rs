@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use crate::config::Config;
+use crate::config::{Cache, Config};
 use crate::metrics::Metrics;
 use crate::pipeline::Pipeline;
 use crate::registry::load_dir;
@@ -22,6 +22,8 @@ pub enum StartError {
     Engine(String),
     #[error("cannot load agents: {0}")]
     Agents(std::io::Error),
+    #[error("{0}")]
+    Cache(String),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -38,6 +40,32 @@ pub fn engine_settings(config: &Config) -> EngineSettings {
     }
 }
 
+/// Opens the compiled-artifact cache. A directory the configuration names
+/// must work; the default one is skipped with a warning when it cannot be
+/// used (a read-only home, say).
+fn open_cache(runtime: &mut Runtime, config: &Config) -> Result<(), StartError> {
+    let explicit = matches!(config.cache, Cache::Dir(_));
+    let dir = match config.cache.dir(&config.agents_dir) {
+        Ok(Some(dir)) => dir,
+        Ok(None) => return Ok(()),
+        Err(reason) => return Err(StartError::Cache(reason)),
+    };
+    match runtime.use_cache(&dir) {
+        Ok(()) => {
+            tracing::info!(dir = %dir.display(), "compiled components are cached");
+            Ok(())
+        }
+        Err(err) if explicit => Err(StartError::Cache(format!(
+            "cannot use the cache directory {}: {err}",
+            dir.display()
+        ))),
+        Err(err) => {
+            tracing::warn!(dir = %dir.display(), error = %err, "no compile cache: the default directory cannot be used");
+            Ok(())
+        }
+    }
+}
+
 /// A loaded, bound, not-yet-serving Wharf.
 pub struct App {
     pub config: Config,
@@ -49,8 +77,10 @@ pub struct App {
 impl App {
     /// Builds the runtime, loads the agents directory and binds the listener.
     pub async fn start(config: Config, engine: EngineSettings) -> Result<App, StartError> {
-        let runtime = Runtime::new(&engine).map_err(|e| StartError::Engine(format!("{e:#}")))?;
+        let mut runtime =
+            Runtime::new(&engine).map_err(|e| StartError::Engine(format!("{e:#}")))?;
         tracing::info!(allocator = runtime.allocation().as_str(), "engine ready");
+        open_cache(&mut runtime, &config)?;
         // Compiling is CPU-bound and `describe()` runs guests synchronously:
         // both belong on a blocking thread, not an async worker.
         let runtime = Arc::new(runtime);

@@ -33,7 +33,7 @@ pub fn inspect(path: &Path) -> Result<Report, String> {
         ..EngineSettings::default()
     };
     let runtime = Runtime::new(&settings).map_err(|e| format!("cannot create an engine: {e:#}"))?;
-    let component = runtime
+    let (component, _) = runtime
         .compile(&bytes)
         .map_err(|e| format!("failed to compile: {e}"))?;
     let (imports, exports) = component_items(runtime.engine(), &component);

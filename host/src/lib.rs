@@ -12,4 +12,5 @@ pub mod registry;
 pub mod request;
 pub mod router;
 pub mod runtime;
+pub mod toolchain;
 pub mod transport;

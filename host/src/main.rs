@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use wharf::app::{self, App};
 use wharf::config::Config;
+use wharf::toolchain::{self, BindingsLang};
 
 #[derive(Parser)]
 #[command(
@@ -48,6 +49,34 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write Wharf's WIT (the guest contract) into a directory.
+    Wit {
+        /// The directory to write `wharf.wit` into.
+        dir: PathBuf,
+    },
+    /// Generate guest bindings for C or Go from Wharf's WIT.
+    Bindgen {
+        /// The guest language.
+        #[arg(long)]
+        lang: BindingsLang,
+        /// The world to bind: `agent` or `filter`.
+        #[arg(long, default_value = "agent")]
+        world: String,
+        /// The directory to write the bindings into.
+        #[arg(long, short)]
+        out: PathBuf,
+    },
+    /// Turn a core module (wasm32-wasip1, reactor) into a component Wharf can serve.
+    Componentize {
+        /// The core module.
+        module: PathBuf,
+        /// The world the module implements: `agent` or `filter`.
+        #[arg(long, default_value = "agent")]
+        world: String,
+        /// Where to write the component.
+        #[arg(long, short)]
+        out: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -66,6 +95,11 @@ fn main() -> ExitCode {
         } => serve(config, agents, listen),
         Command::Check { file } => check(&file),
         Command::Inspect { file, json } => inspect(&file, json),
+        Command::Wit { dir } => report(toolchain::write_wit(&dir).map(|path| vec![path])),
+        Command::Bindgen { lang, world, out } => report(toolchain::bindgen(lang, &world, &out)),
+        Command::Componentize { module, world, out } => {
+            report(componentize(&module, &world, &out).map(|()| vec![out.clone()]))
+        }
     }
 }
 
@@ -161,4 +195,29 @@ fn inspect(file: &Path, json: bool) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Prints the files a toolchain command wrote, or its error.
+fn report(result: anyhow::Result<Vec<PathBuf>>) -> ExitCode {
+    match result {
+        Ok(paths) => {
+            for path in paths {
+                println!("{}", path.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn componentize(module: &Path, world: &str, out: &Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let bytes =
+        std::fs::read(module).with_context(|| format!("cannot read {}", module.display()))?;
+    let component = toolchain::componentize(&bytes, world)
+        .with_context(|| format!("cannot componentize {}", module.display()))?;
+    std::fs::write(out, component).with_context(|| format!("cannot write {}", out.display()))
 }

@@ -1,16 +1,25 @@
-//! `echo`: answers 200 with the request body and the request headers, as is.
+//! `echo`: answers 200 with the request body and the request headers, plus
+//! `x-echo-method` and `x-echo-path` taken from the request head. Every
+//! language's echo agent answers exactly this way (the contract suite).
 
-use wharf_guest::{Card, Error, Health, Request, Response, Skill};
+use wharf_guest::{Card, Error, Head, Health, Request, Response, Skill, headers_with};
 
 struct Echo;
 
 impl wharf_guest::Guest for Echo {
     fn handle(req: Request) -> Result<Response, Error> {
+        let malformed = |what: &str| Error::BadRequest(format!("malformed request: {what}"));
+        let head = Head::decode(&req.head).map_err(malformed)?;
         // The header blob has the same encoding in requests and responses,
         // so echoing headers needs no decoding.
+        let headers = headers_with(
+            &req.headers,
+            &[("x-echo-method", &head.method), ("x-echo-path", &head.path)],
+        )
+        .map_err(malformed)?;
         Ok(Response {
             status: 200,
-            headers: req.headers,
+            headers,
             body: req.body,
         })
     }

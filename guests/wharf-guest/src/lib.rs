@@ -115,3 +115,47 @@ fn take<const N: usize>(buf: &[u8]) -> Result<[u8; N], &'static str> {
         .and_then(|b| b.try_into().ok())
         .ok_or("truncated")
 }
+
+/// Builds a response header list: the pairs of `headers` (the request's
+/// encoding, possibly empty) followed by `extra` name/value pairs. The
+/// request's pairs are copied as they are, without decoding them.
+pub fn headers_with(headers: &[u8], extra: &[(&str, &str)]) -> Result<Vec<u8>, &'static str> {
+    let mut rest = headers;
+    let pairs = if headers.is_empty() {
+        0
+    } else {
+        read_len(&mut rest, 0x90, 0xdc)?
+    };
+    let mut out = Vec::with_capacity(headers.len() + 16 + extra.len() * 32);
+    write_len(&mut out, pairs + extra.len(), 0x90, 16, 0xdc);
+    out.extend_from_slice(rest);
+    for (name, value) in extra {
+        out.push(0x92);
+        write_str(&mut out, name);
+        write_str(&mut out, value);
+    }
+    Ok(out)
+}
+
+/// Writes a fix (`fix_base` + n < `fix_max`), 16-bit (`wide`) or 32-bit
+/// (`wide` + 1) length.
+fn write_len(out: &mut Vec<u8>, len: usize, fix_base: u8, fix_max: usize, wide: u8) {
+    if len < fix_max {
+        out.push(fix_base + len as u8);
+    } else if let Ok(len) = u16::try_from(len) {
+        out.push(wide);
+        out.extend_from_slice(&len.to_be_bytes());
+    } else {
+        out.push(wide + 1);
+        out.extend_from_slice(&(len as u32).to_be_bytes());
+    }
+}
+
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    if let Ok(len @ 32..=255) = u8::try_from(text.len()) {
+        out.extend_from_slice(&[0xd9, len]);
+    } else {
+        write_len(out, text.len(), 0xa0, 32, 0xda);
+    }
+    out.extend_from_slice(text.as_bytes());
+}

@@ -36,6 +36,51 @@ pub struct Config {
     pub defaults: Policy,
     /// Agents with an `agent` block: the defaults with that block applied.
     pub agents: BTreeMap<String, Policy>,
+    /// Where compiled components are kept between starts.
+    pub cache: Cache,
+}
+
+/// The compiled-artifact cache setting (`cache "dir"` or `cache #false`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Cache {
+    /// `$XDG_CACHE_HOME/wharf`, else `$HOME/.cache/wharf`.
+    #[default]
+    Default,
+    /// This directory.
+    Dir(PathBuf),
+    /// Compile every start.
+    Off,
+}
+
+impl Cache {
+    /// The directory to use, if any. Refuses one inside the agents directory:
+    /// compiled code must never come from where users drop components.
+    pub fn dir(&self, agents_dir: &Path) -> Result<Option<PathBuf>, String> {
+        let dir = match self {
+            Cache::Off => return Ok(None),
+            Cache::Dir(dir) => dir.clone(),
+            Cache::Default => match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+                Some(base) => PathBuf::from(base).join("wharf"),
+                None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+                    Some(home) => PathBuf::from(home).join(".cache").join("wharf"),
+                    None => return Ok(None),
+                },
+            },
+        };
+        let absolute = |p: &Path| {
+            std::path::absolute(p)
+                .map(|p| p.canonicalize().unwrap_or(p))
+                .unwrap_or_else(|_| p.to_path_buf())
+        };
+        if absolute(&dir).starts_with(absolute(agents_dir)) {
+            return Err(format!(
+                "the cache directory {} is inside the agents directory {}; compiled code is never loaded from there",
+                dir.display(),
+                agents_dir.display()
+            ));
+        }
+        Ok(Some(dir))
+    }
 }
 
 /// Listener and loader settings.
@@ -74,6 +119,7 @@ impl Default for Config {
             server: Server::default(),
             defaults: Policy::default(),
             agents: BTreeMap::new(),
+            cache: Cache::Default,
         }
     }
 }
@@ -85,6 +131,11 @@ impl Config {
         let mut config = parse::parse(name, text)?;
         if config.agents_dir.is_relative() {
             config.agents_dir = base_dir.join(&config.agents_dir);
+        }
+        if let Cache::Dir(dir) = &config.cache
+            && dir.is_relative()
+        {
+            config.cache = Cache::Dir(base_dir.join(dir));
         }
         Ok(config)
     }

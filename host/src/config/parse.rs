@@ -12,12 +12,13 @@ use miette::SourceSpan;
 
 use super::diag::{ConfigError, Problem};
 use super::units::{parse_duration, parse_size};
-use super::{Config, Limits, Policy, Server};
+use super::{Cache, Config, Limits, Policy, Server};
 
 const TOP: &[&str] = &[
     "listen",
     "agents",
     "server",
+    "cache",
     "limits",
     "instances",
     "health",
@@ -109,6 +110,7 @@ impl Walker {
                     }
                 }
                 "server" => self.server(node, &mut config.server),
+                "cache" => set(&mut config.cache, self.cache(node)),
                 "limits" => {
                     for child in self.block(node) {
                         if !self.limit(child, &mut defaults.limits) {
@@ -306,6 +308,22 @@ impl Walker {
             None => {
                 let key = node.name().value();
                 self.wrong_type(entry, &format!("`{key}` expects a string"));
+                None
+            }
+        }
+    }
+
+    /// `cache "dir"` or `cache #false`.
+    fn cache(&mut self, node: &KdlNode) -> Option<Cache> {
+        let entry = self.sole_entry(node, false)?;
+        match entry.value() {
+            KdlValue::String(dir) => Some(Cache::Dir(dir.into())),
+            KdlValue::Bool(false) => Some(Cache::Off),
+            _ => {
+                self.wrong_type(
+                    entry,
+                    "`cache` expects a directory (a string) or #false to turn it off",
+                );
                 None
             }
         }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::{AgentEntry, CardInfo, Origin, Snapshot, valid_agent_name};
 use crate::config::{Config, format_size};
-use crate::runtime::{GuestIdentity, Prepared, Runtime};
+use crate::runtime::{CacheOutcome, GuestIdentity, Prepared, Runtime};
 
 /// A file the loader did not load, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,7 +164,8 @@ fn load_one(
 ) -> Result<(), String> {
     let bytes = read_capped(path, config.server.component_size)?;
     check_component(&bytes)?;
-    let component = runtime
+    let started = std::time::Instant::now();
+    let (component, outcome) = runtime
         .compile(&bytes)
         .map_err(|e| format!("failed to compile: {e}"))?;
     let prepared = runtime.prepare(&component)?;
@@ -197,6 +198,11 @@ fn load_one(
             tracing::info!(
                 agent = name,
                 digest = %origin.digest,
+                compiled = match outcome {
+                    CacheOutcome::Hit => "cached",
+                    _ => "now",
+                },
+                load_ms = started.elapsed().as_millis() as u64,
                 "loaded agent from `{}`",
                 path.display()
             );

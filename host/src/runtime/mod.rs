@@ -4,6 +4,7 @@
 //! [`AgentImage`] and [`Live`].
 
 mod bindings;
+mod cache;
 mod call;
 mod convert;
 mod engine;
@@ -13,6 +14,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 pub use bindings::{Card, Health, Skill};
+pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
 pub use call::{AgentImage, CallError, Live};
 pub use convert::{decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings};
@@ -69,6 +71,7 @@ pub struct Runtime {
     linker: Linker<GuestState>,
     linker_async: Linker<GuestState>,
     allocation: Allocation,
+    cache: Option<ArtifactCache>,
 }
 
 impl Runtime {
@@ -88,6 +91,7 @@ impl Runtime {
             linker,
             linker_async,
             allocation,
+            cache: None,
         })
     }
 
@@ -106,9 +110,26 @@ impl Runtime {
         self.allocation
     }
 
-    /// Compiles a component (Cranelift). Slow for large guests: call once.
-    pub fn compile(&self, bytes: &[u8]) -> Result<Component, String> {
-        Component::new(&self.engine, bytes).map_err(|e| format!("{e:#}"))
+    /// Keeps compiled components in `dir` from now on. Fails when the
+    /// directory cannot be created or made private.
+    pub fn use_cache(&mut self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.cache = Some(ArtifactCache::open(dir, &self.engine)?);
+        Ok(())
+    }
+
+    /// The compiled-artifact cache, when one is in use.
+    pub fn cache(&self) -> Option<&ArtifactCache> {
+        self.cache.as_ref()
+    }
+
+    /// Compiles a component (Cranelift), or loads it from the cache. Slow
+    /// for large guests when not cached: call once.
+    pub fn compile(&self, bytes: &[u8]) -> Result<(Component, CacheOutcome), String> {
+        match &self.cache {
+            Some(cache) => cache.compile(&self.engine, bytes),
+            None => Component::new(&self.engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
+        }
+        .map_err(|e| format!("{e:#}"))
     }
 
     /// Type-checks imports against the linker and exports against the worlds.

@@ -34,6 +34,7 @@ pub struct AppState {
 pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
     let agents = Router::new()
         .route("/agents/{name}", any(call_agent))
+        .route("/agents/{name}/", any(call_agent))
         .route("/agents/{name}/{*rest}", any(call_agent))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

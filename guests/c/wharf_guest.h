@@ -1,0 +1,169 @@
+// wharf_guest.h: small helpers for C agents on Wharf, used with the bindings
+// that `wharf bindgen --lang c` generates (agent.h). Header-only.
+//
+// The request `head` is a MessagePack map of strings; request and response
+// headers are a MessagePack array of [name, value] pairs. These helpers read
+// the one and extend the other without a MessagePack library.
+#ifndef WHARF_GUEST_H
+#define WHARF_GUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+
+// A borrowed byte string.
+typedef struct {
+  const uint8_t *ptr;
+  size_t len;
+} wg_str;
+
+// A growable buffer whose memory is handed to a response (the bindings free
+// it with free() after the call).
+typedef struct {
+  uint8_t *ptr;
+  size_t len;
+  size_t cap;
+} wg_buf;
+
+static void wg_put(wg_buf *b, const void *data, size_t len) {
+  if (b->len + len > b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 64;
+    while (cap < b->len + len) cap *= 2;
+    b->ptr = realloc(b->ptr, cap);
+    if (!b->ptr) abort();
+    b->cap = cap;
+  }
+  if (len) memcpy(b->ptr + b->len, data, len);
+  b->len += len;
+}
+
+static void wg_put_byte(wg_buf *b, uint8_t byte) { wg_put(b, &byte, 1); }
+
+static void wg_put_be(wg_buf *b, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; i--) wg_put_byte(b, (uint8_t)(v >> (8 * i)));
+}
+
+static void wg_put_cstr(wg_buf *b, const char *s) { wg_put(b, s, strlen(s)); }
+
+// Writes a MessagePack str.
+static void wg_put_msgpack_str(wg_buf *b, const uint8_t *s, size_t len) {
+  if (len < 32) {
+    wg_put_byte(b, 0xa0 | (uint8_t)len);
+  } else if (len < 0x100) {
+    wg_put_byte(b, 0xd9);
+    wg_put_be(b, len, 1);
+  } else if (len < 0x10000) {
+    wg_put_byte(b, 0xda);
+    wg_put_be(b, len, 2);
+  } else {
+    wg_put_byte(b, 0xdb);
+    wg_put_be(b, len, 4);
+  }
+  wg_put(b, s, len);
+}
+
+static bool wg_read_be(const uint8_t **p, const uint8_t *end, int bytes, uint64_t *out) {
+  if (end - *p < bytes) return false;
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; i++) v = (v << 8) | (*p)[i];
+  *p += bytes;
+  *out = v;
+  return true;
+}
+
+// Reads a MessagePack map (family 0x80) or array (family 0x90) length.
+static bool wg_read_len(const uint8_t **p, const uint8_t *end, uint8_t family, uint64_t *out) {
+  if (*p >= end) return false;
+  uint8_t tag = *(*p)++;
+  uint8_t wide16 = family == 0x80 ? 0xde : 0xdc;
+  if ((tag & 0xf0) == family) {
+    *out = tag & 0x0f;
+    return true;
+  }
+  if (tag == wide16) return wg_read_be(p, end, 2, out);
+  if (tag == wide16 + 1) return wg_read_be(p, end, 4, out);
+  return false;
+}
+
+static bool wg_read_str(const uint8_t **p, const uint8_t *end, wg_str *out) {
+  if (*p >= end) return false;
+  uint8_t tag = *(*p)++;
+  uint64_t len;
+  if ((tag & 0xe0) == 0xa0) {
+    len = tag & 0x1f;
+  } else if (tag >= 0xd9 && tag <= 0xdb) {
+    if (!wg_read_be(p, end, 1 << (tag - 0xd9), &len)) return false;
+  } else {
+    return false;
+  }
+  if ((uint64_t)(end - *p) < len) return false;
+  out->ptr = *p;
+  out->len = (size_t)len;
+  *p += len;
+  return true;
+}
+
+// Looks `key` up in the request head ("method", "path", "query", "id",
+// "client", "affinity"). False when absent or malformed.
+static bool wg_head_get(const agent_list_u8_t *head, const char *key, wg_str *out) {
+  const uint8_t *p = head->ptr, *end = head->ptr + head->len;
+  uint64_t fields;
+  if (!wg_read_len(&p, end, 0x80, &fields)) return false;
+  size_t key_len = strlen(key);
+  for (uint64_t i = 0; i < fields; i++) {
+    wg_str k, v;
+    if (!wg_read_str(&p, end, &k) || !wg_read_str(&p, end, &v)) return false;
+    if (k.len == key_len && memcmp(k.ptr, key, key_len) == 0) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Starts a header list holding the pairs of `headers` (request encoding)
+// plus room for `extra` pairs the caller appends with wg_put_header.
+static bool wg_headers_extend(const agent_list_u8_t *headers, uint64_t extra, wg_buf *out) {
+  const uint8_t *p = headers->ptr, *end = headers->ptr + headers->len;
+  uint64_t pairs = 0;
+  if (headers->len && !wg_read_len(&p, end, 0x90, &pairs)) return false;
+  uint64_t n = pairs + extra;
+  if (n < 16) {
+    wg_put_byte(out, 0x90 | (uint8_t)n);
+  } else if (n < 0x10000) {
+    wg_put_byte(out, 0xdc);
+    wg_put_be(out, n, 2);
+  } else {
+    wg_put_byte(out, 0xdd);
+    wg_put_be(out, n, 4);
+  }
+  wg_put(out, p, (size_t)(end - p));
+  return true;
+}
+
+// Appends one [name, value] header pair.
+static void wg_put_header(wg_buf *out, const char *name, const uint8_t *value, size_t len) {
+  wg_put_byte(out, 0x92);
+  wg_put_msgpack_str(out, (const uint8_t *)name, strlen(name));
+  wg_put_msgpack_str(out, value, len);
+}
+
+// Moves a buffer into a list the bindings will free.
+static agent_list_u8_t wg_into_list(wg_buf *b) {
+  agent_list_u8_t list = {b->ptr, b->len};
+  b->ptr = NULL;
+  b->len = b->cap = 0;
+  return list;
+}
+
+// Sets an error case with a copied message.
+static bool wg_error(agent_error_t *err, uint8_t tag, const char *message) {
+  err->tag = tag;
+  agent_string_dup(&err->val.bad_request, message);
+  return false;
+}
+
+#endif

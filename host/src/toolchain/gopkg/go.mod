@@ -1,0 +1,3 @@
+module go.bytecodealliance.org/pkg
+
+go 1.25
