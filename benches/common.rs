@@ -1,5 +1,6 @@
 //! What the benchmarks (and the integration tests) share: building the guest
-//! components.
+//! components (Rust in the returned directory; the other languages in
+//! `lang/` beside it, see [`lang_dir`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,6 +10,9 @@ pub fn guests_dir() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = Command::new("bash")
         .arg(root.join("scripts/build-guests.sh"))
+        // The wharf binary cargo built for this test or bench run does the
+        // bindings and componentizing; no nested cargo build.
+        .env("WHARF_BIN", env!("CARGO_BIN_EXE_wharf"))
         .output()
         .expect("running scripts/build-guests.sh");
     assert!(
@@ -24,4 +28,11 @@ pub fn guests_dir() -> PathBuf {
             .last()
             .expect("the script prints a path"),
     )
+}
+
+/// Where `scripts/build-guests.sh` puts the C, Go, Python and JavaScript
+/// components (`NAME-LANG.wasm`), given the Rust directory it returned.
+#[allow(dead_code)]
+pub fn lang_dir(rust_dir: &Path) -> PathBuf {
+    rust_dir.join("../../lang")
 }

@@ -99,7 +99,9 @@ impl Metrics {
             affinity_repins: counter(r, "wharf_affinity_total", with("outcome", "repin")),
             affinity_evictions: counter(r, "wharf_affinity_evictions_total", base.clone()),
             breaker_state: gauge(r, "wharf_breaker_state", base.clone()),
-            healthy: gauge(r, "wharf_agent_healthy", base),
+            healthy: gauge(r, "wharf_agent_healthy", base.clone()),
+            memory_max: gauge(r, "wharf_instance_memory_max_bytes", base),
+            memory_peak: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -147,6 +149,9 @@ pub struct AgentMetrics {
     pub affinity_evictions: Counter,
     pub breaker_state: Gauge,
     pub healthy: Gauge,
+    /// The most linear memory a warm instance held after a call, since start.
+    memory_max: Gauge,
+    memory_peak: std::sync::atomic::AtomicU64,
 }
 
 impl AgentMetrics {
@@ -164,6 +169,14 @@ impl AgentMetrics {
             counter(&self.recorder, "wharf_requests_total", labels)
         })
         .increment(1);
+    }
+
+    /// Notes the linear memory a warm instance holds after a call.
+    pub fn instance_memory(&self, bytes: u64) {
+        use std::sync::atomic::Ordering;
+        if bytes > self.memory_peak.fetch_max(bytes, Ordering::Relaxed) {
+            self.memory_max.set(bytes as f64);
+        }
     }
 
     pub fn retired(&self, why: Retire) {

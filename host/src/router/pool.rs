@@ -295,6 +295,7 @@ impl WarmPool {
                 );
                 slot.health.record(ok);
                 let memory = lease.guard.as_ref().map_or(0, Live::memory_bytes);
+                metrics.instance_memory(memory);
                 if uses >= self.settings.max_uses {
                     Some(Retire::Uses)
                 } else if self.settings.max_memory.is_some_and(|cap| memory > cap) {

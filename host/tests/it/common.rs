@@ -13,7 +13,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::oneshot;
 use wharf::app::App;
-use wharf::config::Config;
+use wharf::config::{Cache, Config};
 use wharf::runtime::EngineSettings;
 
 /// Builds guests the same way the benchmarks do.
@@ -26,9 +26,19 @@ pub fn guests_dir() -> &'static Path {
     DIR.get_or_init(build::guests_dir)
 }
 
-/// Path of one built guest, e.g. `guest("echo")`.
+/// The languages besides Rust, by the suffix their components carry.
+pub const LANGS: [&str; 4] = ["c", "go", "py", "js"];
+
+/// Path of one built guest, e.g. `guest("echo")` (Rust) or
+/// `guest("echo-py")` (another language, built into `lang/`).
 pub fn guest(name: &str) -> PathBuf {
-    let path = guests_dir().join(format!("{name}.wasm"));
+    let lang = name.rsplit_once('-').is_some_and(|(_, l)| LANGS.contains(&l));
+    let dir = if lang {
+        build::lang_dir(guests_dir())
+    } else {
+        guests_dir().to_path_buf()
+    };
+    let path = dir.join(format!("{name}.wasm"));
     assert!(
         path.is_file(),
         "guest `{name}` was not built at {}",
@@ -60,7 +70,14 @@ pub fn config(dir: &Path, kdl: &str) -> Config {
     let mut config = Config::parse("test.kdl", kdl, dir).expect("test config parses");
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.agents_dir = dir.to_path_buf();
+    config.cache = Cache::Dir(test_cache_dir());
     config
+}
+
+/// One compile cache for the whole test run, so that the large Python and
+/// JavaScript guests compile once (tests of the cache itself use their own).
+pub fn test_cache_dir() -> PathBuf {
+    guests_dir().join("../../test-cache")
 }
 
 /// A server running in this process until dropped.

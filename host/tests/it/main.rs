@@ -7,6 +7,7 @@ mod common;
 mod config_golden;
 mod faults;
 mod http;
+mod lang;
 mod registry;
 mod routing;
 mod runtime;
