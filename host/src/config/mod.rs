@@ -183,6 +183,18 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_is_a_directory_or_off() {
+        let base = Path::new("/etc/wharf");
+        let off = Config::parse("t.kdl", "cache #false", base).unwrap();
+        assert_eq!(off.cache, Cache::Off);
+        assert_eq!(off.cache.dir(&off.agents_dir), Ok(None));
+        let dir = Config::parse("t.kdl", "cache \"compiled\"", base).unwrap();
+        assert_eq!(dir.cache, Cache::Dir(PathBuf::from("/etc/wharf/compiled")));
+        let inside = Config::parse("t.kdl", "cache \"agents/c\"", base).unwrap();
+        assert!(inside.cache.dir(&inside.agents_dir).is_err());
+    }
+
+    #[test]
     fn agent_overrides_fall_back_to_defaults() {
         // The agent block comes first: defaults apply wherever they stand.
         let text =

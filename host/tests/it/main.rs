@@ -2,10 +2,12 @@
 //! guest components built from `guests/` (by `scripts/build-guests.sh`,
 //! run once per test binary).
 
+mod cache;
 mod cli;
 mod common;
 mod config_golden;
 mod faults;
+mod hazards;
 mod http;
 mod lang;
 mod registry;

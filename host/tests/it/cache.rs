@@ -1,0 +1,118 @@
+//! The compiled-artifact cache: a second start loads instead of compiling,
+//! a damaged entry is discarded and rebuilt, and a cache inside the agents
+//! directory is refused.
+
+use std::sync::atomic::Ordering;
+
+use wharf::app::{App, StartError};
+use wharf::config::Cache;
+use wharf::runtime::{CacheOutcome, Runtime};
+
+use crate::common::*;
+
+const NAMES: [&str; 3] = ["echo", "echo-c", "classify"];
+
+fn load_with_cache(agents: &std::path::Path, cache: &std::path::Path) -> Runtime {
+    let mut runtime = Runtime::new(&test_engine()).unwrap();
+    runtime.use_cache(cache).unwrap();
+    let cfg = config(agents, "");
+    let snapshot = wharf::registry::load_dir(&runtime, &cfg, agents).unwrap();
+    assert!(snapshot.refused.is_empty(), "{:?}", snapshot.refused);
+    for name in NAMES {
+        let mut live = snapshot.agent(name).unwrap().image.instantiate().unwrap();
+        live.describe().unwrap();
+    }
+    runtime
+}
+
+fn entries(cache: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_second_start_loads_compiled_components_from_the_cache() {
+    let agents = agents_dir(&NAMES);
+    let cache = tempfile::tempdir().unwrap();
+    let first = load_with_cache(agents.path(), cache.path());
+    let stats = &first.cache().unwrap().stats;
+    assert_eq!(stats.stores.load(Ordering::Relaxed), 3);
+    assert_eq!(stats.hits.load(Ordering::Relaxed), 0);
+    let files = entries(cache.path());
+    assert_eq!(files.len(), 3, "{files:?}");
+    assert!(files.iter().all(|f| f.extension().unwrap() == "cwasm"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(cache.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the cache directory is private");
+    }
+
+    let second = load_with_cache(agents.path(), cache.path());
+    let stats = &second.cache().unwrap().stats;
+    assert_eq!(stats.hits.load(Ordering::Relaxed), 3);
+    assert_eq!(stats.stores.load(Ordering::Relaxed), 0);
+    assert_eq!(entries(cache.path()), files);
+
+    // The allocator does not change compiled code, so it shares entries;
+    // a setting that does (concurrency support) compiles anew.
+    let echo = std::fs::read(guest("echo")).unwrap();
+    for (settings, expected) in [
+        (
+            wharf::runtime::EngineSettings {
+                pooling: false,
+                ..test_engine()
+            },
+            CacheOutcome::Hit,
+        ),
+        (
+            wharf::runtime::EngineSettings {
+                concurrency: true,
+                ..test_engine()
+            },
+            CacheOutcome::Stored,
+        ),
+    ] {
+        let mut other = Runtime::new(&settings).unwrap();
+        other.use_cache(cache.path()).unwrap();
+        let (_, outcome) = other.compile(&echo).unwrap();
+        assert_eq!(outcome, expected, "{settings:?}");
+    }
+}
+
+#[test]
+fn a_damaged_entry_is_discarded_and_rebuilt() {
+    let agents = agents_dir(&NAMES);
+    let cache = tempfile::tempdir().unwrap();
+    load_with_cache(agents.path(), cache.path());
+    let files = entries(cache.path());
+    // One entry truncated, one with a flipped byte in its native code.
+    let data = std::fs::read(&files[0]).unwrap();
+    std::fs::write(&files[0], &data[..data.len() / 2]).unwrap();
+    let mut data = std::fs::read(&files[1]).unwrap();
+    let last = data.len() - 1;
+    data[last] ^= 0xff;
+    std::fs::write(&files[1], &data).unwrap();
+
+    let runtime = load_with_cache(agents.path(), cache.path());
+    let stats = &runtime.cache().unwrap().stats;
+    assert_eq!(stats.rejected.load(Ordering::Relaxed), 2);
+    assert_eq!(stats.stores.load(Ordering::Relaxed), 2);
+    assert_eq!(stats.hits.load(Ordering::Relaxed), 1);
+    assert_eq!(entries(cache.path()), files, "rebuilt under the same names");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cache_inside_the_agents_directory_is_refused() {
+    let agents = agents_dir(&["echo"]);
+    let mut cfg = config(agents.path(), "");
+    cfg.cache = Cache::Dir(agents.path().join("compiled"));
+    let err = App::start(cfg, test_engine()).await.err().expect("refused");
+    assert!(matches!(err, StartError::Cache(_)), "{err}");
+    assert!(err.to_string().contains("inside the agents directory"), "{err}");
+    assert!(!agents.path().join("compiled").exists());
+}
