@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use wharf::app::{self, App};
 use wharf::config::Config;
-use wharf::toolchain::{self, BindingsLang};
+use wharf::toolchain::{self, BindingsLang, Lang};
 
 #[derive(Parser)]
 #[command(
@@ -48,6 +48,17 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Create a guest project that builds (./build.sh) and serves (wharf serve).
+    New {
+        /// The agent's name; also the project directory's.
+        name: String,
+        /// The guest language.
+        #[arg(long, short)]
+        lang: Lang,
+        /// Where to create the project directory.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
     },
     /// Write Wharf's WIT (the guest contract) into a directory.
     Wit {
@@ -95,6 +106,7 @@ fn main() -> ExitCode {
         } => serve(config, agents, listen),
         Command::Check { file } => check(&file),
         Command::Inspect { file, json } => inspect(&file, json),
+        Command::New { name, lang, dir } => new_project(&dir, &name, lang),
         Command::Wit { dir } => report(toolchain::write_wit(&dir).map(|path| vec![path])),
         Command::Bindgen { lang, world, out } => report(toolchain::bindgen(lang, &world, &out)),
         Command::Componentize { module, world, out } => {
@@ -220,4 +232,18 @@ fn componentize(module: &Path, world: &str, out: &Path) -> anyhow::Result<()> {
     let component = toolchain::componentize(&bytes, world)
         .with_context(|| format!("cannot componentize {}", module.display()))?;
     std::fs::write(out, component).with_context(|| format!("cannot write {}", out.display()))
+}
+
+fn new_project(parent: &Path, name: &str, lang: Lang) -> ExitCode {
+    match toolchain::scaffold::create(parent, name, lang) {
+        Ok(dir) => {
+            println!("created {} ({lang})", dir.display());
+            println!("next: cd {} && ./build.sh && wharf serve", dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

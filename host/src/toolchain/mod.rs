@@ -1,6 +1,8 @@
 //! Guest toolchain: Wharf's WIT, bindings for C and Go guests, and turning a
 //! core WebAssembly module into a component, all in-process (no CLI installs).
 
+pub mod scaffold;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 

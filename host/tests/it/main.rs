@@ -13,3 +13,4 @@ mod lang;
 mod registry;
 mod routing;
 mod runtime;
+mod scaffold;
