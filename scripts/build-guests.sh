@@ -4,7 +4,8 @@
 # target/guests/lang/ as NAME-LANG.wasm (echo-c.wasm, classify-py.wasm, …).
 #
 # Installs what it needs: the wasm32-wasip2 Rust target, and the pinned guest
-# toolchains (scripts/guest-toolchains.sh). A component is rebuilt only when
+# toolchains (scripts/guest-toolchains.sh). `--rust-only` builds only the
+# Rust guests. A component is rebuilt only when
 # one of its sources or the WIT changed. WHARF_BIN names the `wharf` binary
 # to use for bindings and componentizing; without it the script builds one.
 set -euo pipefail
@@ -16,6 +17,11 @@ fi
 cargo build --quiet --release --target wasm32-wasip2 \
     --manifest-path "$root/guests/Cargo.toml" \
     --target-dir "$root/target/guests"
+
+if [ "${1:-}" = "--rust-only" ]; then
+    echo "$root/target/guests/wasm32-wasip2/release"
+    exit 0
+fi
 
 "$root/scripts/guest-toolchains.sh"
 if [ -z "${WHARF_BIN:-}" ]; then

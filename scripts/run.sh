@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-guests="$(scripts/build-guests.sh | tail -n 1)"
+guests="$(scripts/build-guests.sh --rust-only | tail -n 1)"
 mkdir -p agents
 cp "$guests/echo.wasm" "$guests/hello.wasm" "$guests/counter.wasm" agents/
 cargo build --release --quiet --bin wharf

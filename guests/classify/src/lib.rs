@@ -9,9 +9,15 @@ use std::fmt::Write;
 use wharf_guest::{Card, Error, Health, Request, Response, headers_with};
 
 const LABELS: [(&str, [&str; 5]); 3] = [
-    ("billing", ["invoice", "refund", "charge", "payment", "price"]),
+    (
+        "billing",
+        ["invoice", "refund", "charge", "payment", "price"],
+    ),
     ("outage", ["down", "error", "outage", "timeout", "crash"]),
-    ("security", ["password", "breach", "phishing", "leak", "hacked"]),
+    (
+        "security",
+        ["password", "breach", "phishing", "leak", "hacked"],
+    ),
 ];
 
 struct Classify;

@@ -136,7 +136,8 @@ impl ArtifactCache {
         // settings (the file name covers them, and wasmtime checks its own
         // version and settings again before using it).
         #[allow(unsafe_code)]
-        let loaded = payload.and_then(|payload| unsafe { Component::deserialize(engine, payload) }.ok());
+        let loaded =
+            payload.and_then(|payload| unsafe { Component::deserialize(engine, payload) }.ok());
         if loaded.is_none() {
             self.stats.rejected.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(path = %path.display(), "discarding a damaged or stale compiled component");

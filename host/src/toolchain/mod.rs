@@ -23,15 +23,39 @@ pub const WIT_FILE: &str = "wharf.wit";
 const GO_SUPPORT: &[(&str, &str)] = &[
     ("go.mod", include_str!("gopkg/go.mod")),
     ("LICENSE", include_str!("gopkg/LICENSE")),
-    ("wit/async/async.go", include_str!("gopkg/wit/async/async.go")),
+    (
+        "wit/async/async.go",
+        include_str!("gopkg/wit/async/async.go"),
+    ),
     ("wit/async/empty.s", include_str!("gopkg/wit/async/empty.s")),
-    ("wit/runtime/runtime.go", include_str!("gopkg/wit/runtime/runtime.go")),
-    ("wit/runtime/empty.s", include_str!("gopkg/wit/runtime/empty.s")),
-    ("wit/types/future.go", include_str!("gopkg/wit/types/future.go")),
-    ("wit/types/option.go", include_str!("gopkg/wit/types/option.go")),
-    ("wit/types/result.go", include_str!("gopkg/wit/types/result.go")),
-    ("wit/types/stream.go", include_str!("gopkg/wit/types/stream.go")),
-    ("wit/types/tuple.go", include_str!("gopkg/wit/types/tuple.go")),
+    (
+        "wit/runtime/runtime.go",
+        include_str!("gopkg/wit/runtime/runtime.go"),
+    ),
+    (
+        "wit/runtime/empty.s",
+        include_str!("gopkg/wit/runtime/empty.s"),
+    ),
+    (
+        "wit/types/future.go",
+        include_str!("gopkg/wit/types/future.go"),
+    ),
+    (
+        "wit/types/option.go",
+        include_str!("gopkg/wit/types/option.go"),
+    ),
+    (
+        "wit/types/result.go",
+        include_str!("gopkg/wit/types/result.go"),
+    ),
+    (
+        "wit/types/stream.go",
+        include_str!("gopkg/wit/types/stream.go"),
+    ),
+    (
+        "wit/types/tuple.go",
+        include_str!("gopkg/wit/types/tuple.go"),
+    ),
     ("wit/types/unit.go", include_str!("gopkg/wit/types/unit.go")),
 ];
 /// Where the Go support package goes, relative to the bindings.

@@ -15,7 +15,10 @@ type Template = (&'static str, &'static str);
 const RUST: &[Template] = &[
     ("Cargo.toml", include_str!("templates/rust.Cargo.toml")),
     ("build.sh", include_str!("templates/rust.build.sh")),
-    ("src/lib.rs", include_str!("../../../guests/echo/src/lib.rs")),
+    (
+        "src/lib.rs",
+        include_str!("../../../guests/echo/src/lib.rs"),
+    ),
     (
         "wharf-guest/Cargo.toml",
         include_str!("templates/rust.wharf-guest.Cargo.toml"),
@@ -28,7 +31,10 @@ const RUST: &[Template] = &[
 const C: &[Template] = &[
     ("build.sh", include_str!("templates/c.build.sh")),
     ("{{name}}.c", include_str!("../../../guests/c/echo.c")),
-    ("wharf_guest.h", include_str!("../../../guests/c/wharf_guest.h")),
+    (
+        "wharf_guest.h",
+        include_str!("../../../guests/c/wharf_guest.h"),
+    ),
 ];
 const GO: &[Template] = &[
     ("build.sh", include_str!("templates/go.build.sh")),
@@ -53,7 +59,10 @@ const JS: &[Template] = &[
     ("build.sh", include_str!("templates/js.build.sh")),
     ("package.json", include_str!("templates/js.package.json")),
     ("app.js", include_str!("../../../guests/js/echo/app.js")),
-    ("wharf-guest.js", include_str!("../../../guests/js/wharf-guest.js")),
+    (
+        "wharf-guest.js",
+        include_str!("../../../guests/js/wharf-guest.js"),
+    ),
 ];
 
 /// Edits that turn the echo sources into a project's own: the card's name,
@@ -62,8 +71,16 @@ const JS: &[Template] = &[
 fn edits(lang: Lang) -> &'static [(&'static str, &'static str, &'static str)] {
     match lang {
         Lang::Rust => &[
-            ("src/lib.rs", "name: \"echo\".into()", "name: \"{{name}}\".into()"),
-            ("wharf-guest/src/lib.rs", "path: \"../../wit\"", "path: \"../wit\""),
+            (
+                "src/lib.rs",
+                "name: \"echo\".into()",
+                "name: \"{{name}}\".into()",
+            ),
+            (
+                "wharf-guest/src/lib.rs",
+                "path: \"../../wit\"",
+                "path: \"../wit\"",
+            ),
         ],
         Lang::C => &[(
             "{{name}}.c",
@@ -153,8 +170,14 @@ pub fn render(name: &str, lang: Lang) -> Vec<(String, String)> {
         })
         .collect();
     files.push((format!("wit/{WIT_FILE}"), WIT.to_string()));
-    files.push(("README.md".into(), fill(include_str!("templates/README.md"))));
-    files.push((".gitignore".into(), include_str!("templates/gitignore").into()));
+    files.push((
+        "README.md".into(),
+        fill(include_str!("templates/README.md")),
+    ));
+    files.push((
+        ".gitignore".into(),
+        include_str!("templates/gitignore").into(),
+    ));
     files
 }
 
@@ -209,11 +232,17 @@ mod tests {
             assert!(files.iter().any(|(p, _)| p == "build.sh"), "{lang}");
             assert!(files.iter().any(|(p, _)| p == "wit/wharf.wit"), "{lang}");
             for (path, text) in &files {
-                assert!(!path.contains("{{") && !text.contains("{{"), "{lang}: {path}");
+                assert!(
+                    !path.contains("{{") && !text.contains("{{"),
+                    "{lang}: {path}"
+                );
             }
             let source = main_source(lang).replace("{{name}}", "my-agent");
             let (_, text) = files.iter().find(|(p, _)| *p == source).unwrap();
-            assert!(text.contains("my-agent"), "{lang}: {source} keeps the echo name");
+            assert!(
+                text.contains("my-agent"),
+                "{lang}: {source} keeps the echo name"
+            );
         }
     }
 

@@ -48,7 +48,10 @@ fn a_second_start_loads_compiled_components_from_the_cache() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(cache.path()).unwrap().permissions().mode();
+        let mode = std::fs::metadata(cache.path())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o077, 0, "the cache directory is private");
     }
 
@@ -113,6 +116,9 @@ async fn a_cache_inside_the_agents_directory_is_refused() {
     cfg.cache = Cache::Dir(agents.path().join("compiled"));
     let err = App::start(cfg, test_engine()).await.err().expect("refused");
     assert!(matches!(err, StartError::Cache(_)), "{err}");
-    assert!(err.to_string().contains("inside the agents directory"), "{err}");
+    assert!(
+        err.to_string().contains("inside the agents directory"),
+        "{err}"
+    );
     assert!(!agents.path().join("compiled").exists());
 }

@@ -32,7 +32,9 @@ pub const LANGS: [&str; 4] = ["c", "go", "py", "js"];
 /// Path of one built guest, e.g. `guest("echo")` (Rust) or
 /// `guest("echo-py")` (another language, built into `lang/`).
 pub fn guest(name: &str) -> PathBuf {
-    let lang = name.rsplit_once('-').is_some_and(|(_, l)| LANGS.contains(&l));
+    let lang = name
+        .rsplit_once('-')
+        .is_some_and(|(_, l)| LANGS.contains(&l));
     let dir = if lang {
         build::lang_dir(guests_dir())
     } else {
@@ -72,6 +74,24 @@ pub fn config(dir: &Path, kdl: &str) -> Config {
     config.agents_dir = dir.to_path_buf();
     config.cache = Cache::Dir(test_cache_dir());
     config
+}
+
+/// Loads copies of the named guests in-process (no transport), with the
+/// test run's compile cache; every one must load.
+pub fn load_guests(
+    names: &[&str],
+) -> (
+    wharf::runtime::Runtime,
+    wharf::registry::Snapshot,
+    tempfile::TempDir,
+) {
+    let dir = agents_dir(names);
+    let cfg = config(dir.path(), "");
+    let mut runtime = wharf::runtime::Runtime::new(&test_engine()).unwrap();
+    runtime.use_cache(&test_cache_dir()).unwrap();
+    let snapshot = wharf::registry::load_dir(&runtime, &cfg, dir.path()).unwrap();
+    assert!(snapshot.refused.is_empty(), "{:?}", snapshot.refused);
+    (runtime, snapshot, dir)
 }
 
 /// One compile cache for the whole test run, so that the large Python and

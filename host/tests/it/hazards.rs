@@ -5,7 +5,6 @@
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use wharf::request::Request;
-use wharf::runtime::Runtime;
 
 use crate::common::*;
 
@@ -14,13 +13,7 @@ use crate::common::*;
 /// calls ("cannot leave component instance"). The Go guests pace it.
 #[test]
 fn go_guests_survive_fifty_thousand_calls_on_one_instance() {
-    let names = ["echo-go", "classify-go"];
-    let dir = agents_dir(&names);
-    let cfg = config(dir.path(), "");
-    let mut runtime = Runtime::new(&test_engine()).unwrap();
-    runtime.use_cache(&test_cache_dir()).unwrap();
-    let snapshot = wharf::registry::load_dir(&runtime, &cfg, dir.path()).unwrap();
-    assert!(snapshot.refused.is_empty(), "{:?}", snapshot.refused);
+    let (_runtime, snapshot, _dir) = load_guests(&["echo-go", "classify-go"]);
     let text = "an invoice, a refund and a timeout ".repeat(30);
     for (name, body) in [
         ("echo-go", Bytes::from(vec![7u8; 1024])),

@@ -3,7 +3,7 @@
 //! classify agent in all five, and each toolchain's known hazard.
 
 use http::{Method, StatusCode};
-use wharf::runtime::{Health, Runtime};
+use wharf::runtime::Health;
 
 use crate::common::*;
 
@@ -104,7 +104,11 @@ async fn every_language_keeps_the_echo_contract() {
             let what = format!("{agent}, {}", case.name);
             assert_eq!(reply.status, StatusCode::OK, "{what}: {}", reply.text());
             assert!(reply.body == case.body, "{what}: body differs");
-            assert_eq!(reply.headers["x-echo-method"], case.method.as_str(), "{what}");
+            assert_eq!(
+                reply.headers["x-echo-method"],
+                case.method.as_str(),
+                "{what}"
+            );
             assert_eq!(reply.headers["x-echo-path"], case.path, "{what}");
             assert_eq!(
                 reply.headers["content-length"],
@@ -112,7 +116,11 @@ async fn every_language_keeps_the_echo_contract() {
                 "{what}"
             );
             for (name, value) in &case.headers {
-                assert_eq!(reply.headers[name.as_str()], value.as_str(), "{what}: {name}");
+                assert_eq!(
+                    reply.headers[name.as_str()],
+                    value.as_str(),
+                    "{what}: {name}"
+                );
             }
             let essence = essence(&reply);
             match &first {
@@ -128,7 +136,12 @@ async fn every_language_keeps_the_echo_contract() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|a| (a["name"].as_str().unwrap(), a["card"]["name"].as_str().unwrap()))
+        .map(|a| {
+            (
+                a["name"].as_str().unwrap(),
+                a["card"]["name"].as_str().unwrap(),
+            )
+        })
         .collect();
     let expected: Vec<(&str, &str)> = {
         let mut names = ECHOES.to_vec();
@@ -147,12 +160,7 @@ async fn every_language_keeps_the_echo_contract() {
 #[test]
 fn every_language_answers_describe_and_health_itself() {
     let names = [ECHOES, CLASSIFIERS].concat();
-    let dir = agents_dir(&names);
-    let cfg = config(dir.path(), "");
-    let mut runtime = Runtime::new(&test_engine()).unwrap();
-    runtime.use_cache(&test_cache_dir()).unwrap();
-    let snapshot = wharf::registry::load_dir(&runtime, &cfg, dir.path()).unwrap();
-    assert!(snapshot.refused.is_empty(), "{:?}", snapshot.refused);
+    let (_runtime, snapshot, _dir) = load_guests(&names);
     for name in names {
         let entry = snapshot.agent(name).unwrap();
         let mut live = entry.image.instantiate().unwrap();
@@ -167,9 +175,15 @@ fn every_language_answers_describe_and_health_itself() {
 /// The classify contract, computed independently of any guest.
 fn classify(text: &str) -> serde_json::Value {
     const LABELS: [(&str, [&str; 5]); 3] = [
-        ("billing", ["invoice", "refund", "charge", "payment", "price"]),
+        (
+            "billing",
+            ["invoice", "refund", "charge", "payment", "price"],
+        ),
         ("outage", ["down", "error", "outage", "timeout", "crash"]),
-        ("security", ["password", "breach", "phishing", "leak", "hacked"]),
+        (
+            "security",
+            ["password", "breach", "phishing", "leak", "hacked"],
+        ),
     ];
     let words: Vec<String> = text
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -212,7 +226,12 @@ async fn every_language_classifies_alike() {
             assert_eq!(reply.json(), classify(text), "{agent} on {text:.40}");
         }
         // Bad input: a clear 400 with the guest's reason, and it keeps serving.
-        for bad in [&b"\xff\xfe"[..], b"ok \xc3\x28", b"\xed\xa0\x80", b"\xf0\x9f\x98"] {
+        for bad in [
+            &b"\xff\xfe"[..],
+            b"ok \xc3\x28",
+            b"\xed\xa0\x80",
+            b"\xf0\x9f\x98",
+        ] {
             let reply = post(&server.url(&format!("/agents/{agent}/")), bad.to_vec()).await;
             assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{agent} on {bad:?}");
             assert_eq!(reply.json()["error"]["message"], "body is not UTF-8");
