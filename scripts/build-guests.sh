@@ -73,7 +73,8 @@ build_py() { # NAME
 build_js() { # NAME
     local name="$1" js="$root/guests/js"
     stale "$out/$name-js.wasm" "$js/$name" "$js/wharf-guest.js" || return 0
-    (cd "$js" && node_modules/.bin/componentize-js "$name/app.js" --wit "$wit" --world-name agent \
+    (cd "$js" && "$root/target/toolchains/js/node_modules/.bin/componentize-js" "$name/app.js" \
+        --wit "$wit" --world-name agent \
         --disable http --disable fetch-event -o "$out/$name-js.wasm" >/dev/null)
 }
 

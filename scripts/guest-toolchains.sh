@@ -3,7 +3,7 @@
 # they are present. Prints nothing on success but what it installs.
 #   C:          clang, lld and wasi-libc from Debian (apt)
 #   Python:     componentize-py 0.25.1 in a venv under target/toolchains
-#   JavaScript: componentize-js 0.23.0 from guests/js/package-lock.json (npm ci)
+#   JavaScript: componentize-js 0.23.0 pinned by guests/js/package-lock.json (npm)
 #   Go:         the machine's Go (1.24 or newer); nothing to download
 # Bindings for C and Go and componentizing use `wharf` itself (no wasm-tools
 # or wit-bindgen CLI to install).
@@ -41,12 +41,20 @@ if [ ! -x "$tools/python/bin/componentize-py" ] \
         "componentize-py==$componentize_py_version" >&2
 fi
 
-# JavaScript: componentize-js, pinned by the lock file.
-js="$root/guests/js"
-if [ ! -x "$js/node_modules/.bin/componentize-js" ] \
-    || [ "$js/package-lock.json" -nt "$js/node_modules/.package-lock.json" ]; then
-    echo "installing componentize-js (npm ci)" >&2
-    (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >&2)
+# JavaScript: componentize-js, pinned by guests/js/package.json and its lock
+# file, installed under target/toolchains/js. (`npm install` with the lock
+# file rather than `npm ci`: npm 11's `ci` rejects this lock file over
+# optional per-platform packages it lists differently.)
+js_src="$root/guests/js"
+js="$tools/js"
+if [ ! -x "$js/node_modules/.bin/componentize-js" ] || [ ! -f "$js/.installed" ] \
+    || [ "$js_src/package.json" -nt "$js/.installed" ] \
+    || [ "$js_src/package-lock.json" -nt "$js/.installed" ]; then
+    echo "installing componentize-js (npm)" >&2
+    rm -rf "$js" && mkdir -p "$js"
+    cp "$js_src/package.json" "$js_src/package-lock.json" "$js/"
+    (cd "$js" && npm install --no-audit --no-fund --loglevel=error >&2)
+    touch "$js/.installed"
 fi
 
 # Go: the machine's toolchain; wasip1 c-shared with go:wasmexport needs 1.24+.
