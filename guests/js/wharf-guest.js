@@ -1,5 +1,8 @@
 // Helpers for JavaScript agents on Wharf: read the request head and build
 // response header lists (MessagePack) without a MessagePack library.
+//
+// Written for an interpreter: no per-field arrays or closures, ASCII without
+// TextDecoder/TextEncoder calls (each costs microseconds in the guest).
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const encoder = new TextEncoder();
@@ -8,83 +11,139 @@ function malformed() {
   return new Error('malformed MessagePack');
 }
 
-function readBE(buf, pos, n) {
-  if (pos + n > buf.length) throw malformed();
-  let v = 0;
-  for (let i = 0; i < n; i++) v = v * 256 + buf[pos + i];
-  return v;
-}
+// A cursor over MessagePack bytes.
+class Reader {
+  constructor(buf) {
+    this.buf = buf;
+    this.pos = 0;
+  }
 
-// Reads a map (family 0x80) or array (family 0x90) length: [length, next].
-function readLen(buf, pos, family) {
-  if (pos >= buf.length) throw malformed();
-  const tag = buf[pos];
-  const wide = family === 0x80 ? 0xde : 0xdc;
-  if ((tag & 0xf0) === family) return [tag & 0x0f, pos + 1];
-  if (tag === wide) return [readBE(buf, pos + 1, 2), pos + 3];
-  if (tag === wide + 1) return [readBE(buf, pos + 1, 4), pos + 5];
-  throw malformed();
-}
+  byte() {
+    if (this.pos >= this.buf.length) throw malformed();
+    return this.buf[this.pos++];
+  }
 
-function readStr(buf, pos) {
-  if (pos >= buf.length) throw malformed();
-  const tag = buf[pos];
-  let n;
-  if ((tag & 0xe0) === 0xa0) {
-    n = tag & 0x1f;
-    pos += 1;
-  } else if (tag >= 0xd9 && tag <= 0xdb) {
-    const width = 1 << (tag - 0xd9);
-    n = readBE(buf, pos + 1, width);
-    pos += 1 + width;
-  } else {
+  be(n) {
+    if (this.pos + n > this.buf.length) throw malformed();
+    let v = 0;
+    for (let i = 0; i < n; i++) v = v * 256 + this.buf[this.pos++];
+    return v;
+  }
+
+  // A map (family 0x80) or array (family 0x90) length.
+  len(family) {
+    const tag = this.byte();
+    const wide = family === 0x80 ? 0xde : 0xdc;
+    if ((tag & 0xf0) === family) return tag & 0x0f;
+    if (tag === wide) return this.be(2);
+    if (tag === wide + 1) return this.be(4);
     throw malformed();
   }
-  if (pos + n > buf.length) throw malformed();
-  return [utf8.decode(buf.subarray(pos, pos + n)), pos + n];
+
+  str() {
+    const tag = this.byte();
+    let n;
+    if ((tag & 0xe0) === 0xa0) n = tag & 0x1f;
+    else if (tag >= 0xd9 && tag <= 0xdb) n = this.be(1 << (tag - 0xd9));
+    else throw malformed();
+    const start = this.pos;
+    const end = start + n;
+    if (end > this.buf.length) throw malformed();
+    this.pos = end;
+    let text = '';
+    for (let i = start; i < end; i++) {
+      const c = this.buf[i];
+      if (c >= 0x80) return utf8.decode(this.buf.subarray(start, end));
+      text += String.fromCharCode(c);
+    }
+    return text;
+  }
 }
 
 // The request head as an object: method, path, query, id, client, affinity.
 // Throws when it is malformed.
 export function decodeHead(head) {
-  let [fields, pos] = readLen(head, 0, 0x80);
+  const r = new Reader(head);
+  const fields = r.len(0x80);
   const out = {};
   for (let i = 0; i < fields; i++) {
-    let key, value;
-    [key, pos] = readStr(head, pos);
-    [value, pos] = readStr(head, pos);
-    out[key] = value;
+    const key = r.str();
+    out[key] = r.str();
   }
   return out;
 }
 
-function lenPrefix(n, small, tag8, tag16, tag32) {
-  if (n < small) return [tag8 | n];
-  if (tag16 === 0xda && n < 0x100) return [0xd9, n];
-  if (n < 0x10000) return [tag16, n >> 8, n & 0xff];
-  return [tag32, (n >>> 24) & 0xff, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff];
+// A string's UTF-8 bytes; ASCII without a TextEncoder call.
+function utf8Bytes(text) {
+  const out = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) return encoder.encode(text);
+    out[i] = c;
+  }
+  return out;
+}
+
+// Bytes of a MessagePack length prefix (array or str) for `n`.
+function prefixSize(n, small) {
+  if (n < small) return 1;
+  if (small === 32 && n < 0x100) return 2;
+  return n < 0x10000 ? 3 : 5;
+}
+
+function writePrefix(out, at, n, small, fix, tag8, tag16) {
+  if (n < small) {
+    out[at] = fix | n;
+    return at + 1;
+  }
+  if (tag8 !== 0 && n < 0x100) {
+    out[at] = tag8;
+    out[at + 1] = n;
+    return at + 2;
+  }
+  if (n < 0x10000) {
+    out[at] = tag16;
+    out[at + 1] = n >> 8;
+    out[at + 2] = n & 0xff;
+    return at + 3;
+  }
+  out[at] = tag16 + 1;
+  out[at + 1] = (n >>> 24) & 0xff;
+  out[at + 2] = (n >> 16) & 0xff;
+  out[at + 3] = (n >> 8) & 0xff;
+  out[at + 4] = n & 0xff;
+  return at + 5;
 }
 
 // A response header list: the pairs of `requestHeaders` (possibly empty)
 // followed by `extra` [name, value] string pairs.
 export function headers(requestHeaders, ...extra) {
   let pairs = 0;
-  let pos = 0;
-  if (requestHeaders.length > 0) [pairs, pos] = readLen(requestHeaders, 0, 0x90);
-  const parts = [Uint8Array.from(lenPrefix(pairs + extra.length, 16, 0x90, 0xdc, 0xdd))];
-  parts.push(requestHeaders.subarray(pos));
-  for (const [name, value] of extra) {
-    parts.push(Uint8Array.of(0x92));
-    for (const text of [name, value]) {
-      const bytes = encoder.encode(text);
-      parts.push(Uint8Array.from(lenPrefix(bytes.length, 32, 0xa0, 0xda, 0xdb)), bytes);
-    }
+  let rest = 0;
+  if (requestHeaders.length > 0) {
+    const r = new Reader(requestHeaders);
+    pairs = r.len(0x90);
+    rest = r.pos;
   }
-  const out = new Uint8Array(parts.reduce((sum, p) => sum + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
+  const strings = [];
+  let size = prefixSize(pairs + extra.length, 16) + requestHeaders.length - rest;
+  for (let i = 0; i < extra.length; i++) {
+    const name = utf8Bytes(extra[i][0]);
+    const value = utf8Bytes(extra[i][1]);
+    strings.push(name, value);
+    size += 1 + prefixSize(name.length, 32) + name.length + prefixSize(value.length, 32) + value.length;
+  }
+  const out = new Uint8Array(size);
+  let at = writePrefix(out, 0, pairs + extra.length, 16, 0x90, 0, 0xdc);
+  out.set(requestHeaders.subarray(rest), at);
+  at += requestHeaders.length - rest;
+  for (let i = 0; i < strings.length; i += 2) {
+    out[at++] = 0x92;
+    for (const bytes of [strings[i], strings[i + 1]]) {
+      at = writePrefix(out, at, bytes.length, 32, 0xa0, 0xd9, 0xda);
+      out.set(bytes, at);
+      at += bytes.length;
+    }
   }
   return out;
 }
