@@ -169,6 +169,7 @@ pub fn render(name: &str, lang: Lang) -> Vec<(String, String)> {
             (fill(path), fill(&text))
         })
         .collect();
+    files.push(("test.sh".into(), fill(include_str!("templates/test.sh"))));
     files.push((format!("wit/{WIT_FILE}"), WIT.to_string()));
     files.push((
         "README.md".into(),
@@ -198,7 +199,7 @@ pub fn create(parent: &Path, name: &str, lang: Lang) -> Result<PathBuf> {
         let path = dir.join(path);
         write_file(&path, text.as_bytes())?;
         #[cfg(unix)]
-        if path.file_name().is_some_and(|f| f == "build.sh") {
+        if path.extension().is_some_and(|e| e == "sh") {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
         }

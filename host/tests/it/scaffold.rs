@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use http::{Method, StatusCode};
+use wharf::config::Cache;
 
 use crate::common::*;
 
@@ -25,7 +26,8 @@ fn run(cmd: &mut Command) -> String {
     text
 }
 
-/// Creates, builds and serves a project; checks it answers as the echo does.
+/// Creates a project, runs its `test.sh` (build, serve, one request), then
+/// serves it in-process and checks it answers as the echo does.
 async fn new_builds_and_serves(lang: &str) {
     // Toolchains were installed by scripts/build-guests.sh (guests_dir).
     let root = guests_dir().join("../../../..");
@@ -36,10 +38,15 @@ async fn new_builds_and_serves(lang: &str) {
         .arg(parent.path()));
     assert!(out.contains("created"), "{out}");
     let project = parent.path().join(&name);
+    let xdg_cache = root.join("target/guests/test-xdg-cache");
+    // The project's own smoke test: build.sh, then `wharf serve` on a free
+    // port and one request.
     let mut build = Command::new("bash");
     build
-        .arg(project.join("build.sh"))
+        .arg(project.join("test.sh"))
         .env("WHARF", env!("CARGO_BIN_EXE_wharf"))
+        // `wharf serve` there uses the default cache dir: keep it in target/.
+        .env("XDG_CACHE_HOME", &xdg_cache)
         .env(
             "COMPONENTIZE_PY",
             root.join("target/toolchains/python/bin/componentize-py"),
@@ -50,9 +57,13 @@ async fn new_builds_and_serves(lang: &str) {
         .await
         .unwrap();
     assert!(out.contains(&format!("built agents/{name}.wasm")), "{out}");
+    assert!(out.contains(&format!("ok: {name} answered")), "{out}");
 
     let agents = project.join("agents");
-    let server = Server::start(config(&agents, "")).await;
+    let mut cfg = config(&agents, "");
+    // The cache `wharf serve` filled in test.sh: no second compile.
+    cfg.cache = Cache::Dir(xdg_cache.join("wharf"));
+    let server = Server::start(cfg).await;
     let reply = send(
         &client(),
         Method::POST,
@@ -72,7 +83,13 @@ async fn new_builds_and_serves(lang: &str) {
 }
 
 fn assert_project_files(project: &Path) {
-    for file in ["build.sh", "README.md", "wit/wharf.wit", ".gitignore"] {
+    for file in [
+        "build.sh",
+        "test.sh",
+        "README.md",
+        "wit/wharf.wit",
+        ".gitignore",
+    ] {
         assert!(project.join(file).is_file(), "{file} in {project:?}");
     }
 }
