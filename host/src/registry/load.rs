@@ -152,7 +152,11 @@ pub(crate) fn check_component(bytes: &[u8]) -> Result<(), String> {
 }
 
 pub(crate) fn digest(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+    format_digest(&Sha256::digest(bytes).into())
+}
+
+fn format_digest(sha256: &[u8; 32]) -> String {
+    format!("sha256:{}", hex::encode(sha256))
 }
 
 fn load_one(
@@ -165,14 +169,16 @@ fn load_one(
     let bytes = read_capped(path, config.server.component_size)?;
     check_component(&bytes)?;
     let started = std::time::Instant::now();
+    // Hashed once: the digest shown for the agent is the cache's key too.
+    let sha256: [u8; 32] = Sha256::digest(&bytes).into();
     let (component, outcome) = runtime
-        .compile(&bytes)
+        .compile_hashed(&bytes, &sha256)
         .map_err(|e| format!("failed to compile: {e}"))?;
     let prepared = runtime.prepare(&component)?;
     let origin = Origin {
         name: name.to_string(),
         path: path.to_path_buf(),
-        digest: digest(&bytes),
+        digest: format_digest(&sha256),
         size: bytes.len() as u64,
         world: prepared.world().as_str(),
     };

@@ -87,23 +87,24 @@ impl ArtifactCache {
         &self.dir
     }
 
-    /// The file for a component's bytes under this engine.
-    fn entry(&self, component: &[u8]) -> PathBuf {
+    /// The file for a component (by its SHA-256) under this engine.
+    fn entry(&self, sha256: &[u8; 32]) -> PathBuf {
         let mut key = Sha256::new();
-        key.update(Sha256::digest(component));
+        key.update(sha256);
         key.update(self.engine_key);
         self.dir
             .join(format!("{}.cwasm", hex::encode(&key.finalize()[..20])))
     }
 
-    /// The component, from the cache when it holds a sound entry, else
-    /// compiled and stored.
+    /// The component whose bytes have SHA-256 `sha256`, from the cache when
+    /// it holds a sound entry, else compiled and stored.
     pub fn compile(
         &self,
         engine: &Engine,
         bytes: &[u8],
+        sha256: &[u8; 32],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let path = self.entry(bytes);
+        let path = self.entry(sha256);
         if let Some(component) = self.load(engine, &path) {
             self.stats.hits.fetch_add(1, Ordering::Relaxed);
             return Ok((component, CacheOutcome::Hit));

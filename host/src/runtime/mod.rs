@@ -10,6 +10,7 @@ mod convert;
 mod engine;
 mod state;
 
+use sha2::Digest;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
@@ -125,8 +126,22 @@ impl Runtime {
     /// Compiles a component (Cranelift), or loads it from the cache. Slow
     /// for large guests when not cached: call once.
     pub fn compile(&self, bytes: &[u8]) -> Result<(Component, CacheOutcome), String> {
+        let sha256 = match &self.cache {
+            Some(_) => sha2::Sha256::digest(bytes).into(),
+            None => [0; 32],
+        };
+        self.compile_hashed(bytes, &sha256)
+    }
+
+    /// [`Runtime::compile`] for bytes whose SHA-256 the caller already has
+    /// (the loader does: it is the component's digest).
+    pub fn compile_hashed(
+        &self,
+        bytes: &[u8],
+        sha256: &[u8; 32],
+    ) -> Result<(Component, CacheOutcome), String> {
         match &self.cache {
-            Some(cache) => cache.compile(&self.engine, bytes),
+            Some(cache) => cache.compile(&self.engine, bytes, sha256),
             None => Component::new(&self.engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
         }
         .map_err(|e| format!("{e:#}"))
