@@ -1,6 +1,6 @@
 //! The compiled-artifact cache: a second start loads instead of compiling,
 //! a damaged entry is discarded and rebuilt, and a cache inside the agents
-//! directory is refused.
+//! directory or one that cannot be created is refused.
 
 use std::sync::atomic::Ordering;
 
@@ -121,4 +121,19 @@ async fn a_cache_inside_the_agents_directory_is_refused() {
         "{err}"
     );
     assert!(!agents.path().join("compiled").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_configured_cache_that_cannot_be_created_stops_the_start_with_its_reason() {
+    let agents = agents_dir(&["echo"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let file = elsewhere.path().join("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let mut cfg = config(agents.path(), "");
+    cfg.cache = Cache::Dir(file.join("cache"));
+    let err = App::start(cfg, test_engine()).await.err().expect("refused");
+    assert!(matches!(err, StartError::Cache(_)), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("cannot use the cache directory"), "{text}");
+    assert!(text.contains("a-file"), "{text}");
 }
