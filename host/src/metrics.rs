@@ -100,7 +100,12 @@ impl Metrics {
             affinity_evictions: counter(r, "wharf_affinity_evictions_total", base.clone()),
             breaker_state: gauge(r, "wharf_breaker_state", base.clone()),
             healthy: gauge(r, "wharf_agent_healthy", base.clone()),
-            memory_max: gauge(r, "wharf_instance_memory_max_bytes", base),
+            memory_max: {
+                // The peak starts again with each route (start or reload).
+                let g = gauge(r, "wharf_instance_memory_max_bytes", base);
+                g.set(0.0);
+                g
+            },
             memory_peak: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -149,7 +154,8 @@ pub struct AgentMetrics {
     pub affinity_evictions: Counter,
     pub breaker_state: Gauge,
     pub healthy: Gauge,
-    /// The most linear memory a warm instance held after a call, since start.
+    /// The most linear memory a warm instance held after a call, since the
+    /// agent's route was built (at start, and again on each reload).
     memory_max: Gauge,
     memory_peak: std::sync::atomic::AtomicU64,
 }
