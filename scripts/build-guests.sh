@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds every guest under guests/ from source and prints where the Rust
-# components are (last line). The other languages' components land in
+# Builds every guest under guests/ and every policy under policies/ from
+# source and prints where the Rust components are (last line). The other languages' components land in
 # target/guests/lang/ as NAME-LANG.wasm (echo-c.wasm, classify-py.wasm, …).
 #
 # Installs what it needs: the wasm32-wasip2 Rust target, and the pinned guest
@@ -14,9 +14,11 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 if ! rustup target list --installed | grep -qx wasm32-wasip2; then
     rustup target add wasm32-wasip2 >&2
 fi
-cargo build --quiet --release --target wasm32-wasip2 \
-    --manifest-path "$root/guests/Cargo.toml" \
-    --target-dir "$root/target/guests"
+for manifest in guests/Cargo.toml policies/Cargo.toml; do
+    cargo build --quiet --release --target wasm32-wasip2 \
+        --manifest-path "$root/$manifest" \
+        --target-dir "$root/target/guests"
+done
 
 if [ "${1:-}" = "--rust-only" ]; then
     echo "$root/target/guests/wasm32-wasip2/release"

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::config::{Cache, Config};
+use crate::filter::AuditLog;
 use crate::metrics::Metrics;
 use crate::pipeline::Pipeline;
 use crate::registry::load_dir;
@@ -24,6 +25,8 @@ pub enum StartError {
     Agents(std::io::Error),
     #[error("{0}")]
     Cache(String),
+    #[error("cannot open the audit log: {0}")]
+    Audit(std::io::Error),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -103,7 +106,8 @@ impl App {
                     addr: config.listen,
                     source,
                 })?;
-        let pipeline = Pipeline::new(snapshot, Metrics::new());
+        let audit = AuditLog::open(&config.audit).map_err(StartError::Audit)?;
+        let pipeline = Pipeline::new(snapshot, Metrics::new(), audit);
         Ok(App {
             config,
             runtime,

@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod config;
+pub mod filter;
 pub mod inspect;
 pub mod metrics;
 pub mod pipeline;

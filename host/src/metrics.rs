@@ -68,6 +68,10 @@ impl Metrics {
         self.handle.run_upkeep();
     }
 
+    pub(crate) fn recorder(&self) -> &Arc<PrometheusRecorder> {
+        &self.recorder
+    }
+
     /// Handles for one agent, registered now.
     pub fn agent(&self, agent: &str) -> AgentMetrics {
         let r = &self.recorder;
@@ -119,15 +123,19 @@ impl Default for Metrics {
 
 const META: Metadata<'static> = Metadata::new("wharf", metrics::Level::INFO, Some("wharf"));
 
-fn counter(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Counter {
+pub(crate) fn counter(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Counter {
     r.register_counter(&Key::from_parts(name, labels), &META)
 }
 
-fn gauge(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Gauge {
+pub(crate) fn gauge(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Gauge {
     r.register_gauge(&Key::from_parts(name, labels), &META)
 }
 
-fn histogram(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Histogram {
+pub(crate) fn histogram(
+    r: &PrometheusRecorder,
+    name: &'static str,
+    labels: Vec<Label>,
+) -> Histogram {
     r.register_histogram(&Key::from_parts(name, labels), &META)
 }
 

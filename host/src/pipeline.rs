@@ -1,30 +1,87 @@
 //! The pipeline: the only place stages meet. A transport hands it a neutral
-//! [`Request`] for a named agent; it finds the agent's route in the current
-//! snapshot and lets the router run it. Filters slot in here.
+//! [`Request`] (head and headers) and its [`Body`] for a named agent; it
+//! finds the agent's route and filter chain in the current snapshot, runs
+//! the request-headers filters before the body is read, then the body
+//! filters, the agent (through the router), and the response filters, and
+//! writes the audit record. Nothing here knows which transport called.
 
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
+use crate::filter::audit::{AuditRecord, now_rfc3339};
+use crate::filter::{AuditLog, ChainRun, Chains, FilterFailure, Flow};
 use crate::metrics::Metrics;
 use crate::registry::{Registry, Snapshot};
-use crate::request::{Request, Response};
-use crate::router::{AgentRoute, RouteError, Routes};
+use crate::request::{Body, BodyError, Request, Response};
+use crate::router::{AgentRoute, RouteError, Routes, error_status};
+
+/// Why the pipeline did not produce a response.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("no agent named `{0}`")]
+    AgentNotFound(String),
+    #[error(transparent)]
+    Body(#[from] BodyError),
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    #[error(transparent)]
+    Filter(#[from] FilterFailure),
+}
+
+impl PipelineError {
+    /// The HTTP status this error maps to (for metrics, audit, transports).
+    pub fn status(&self) -> u16 {
+        match self {
+            PipelineError::AgentNotFound(_) => 404,
+            PipelineError::Body(BodyError::TooLarge(_)) => 413,
+            PipelineError::Body(BodyError::Unreadable) => 400,
+            PipelineError::Route(err) => error_status(err),
+            PipelineError::Filter(FilterFailure::BodyTooLarge { what, .. }) => {
+                if *what == "request" { 413 } else { 502 }
+            }
+            PipelineError::Filter(FilterFailure::Failed { kind, .. }) => {
+                if *kind == crate::filter::FailureKind::Deadline {
+                    504
+                } else {
+                    503
+                }
+            }
+        }
+    }
+}
+
+/// Routes and filter chains for one snapshot, swapped together.
+struct Stages {
+    routes: Arc<Routes>,
+    chains: Chains,
+}
+
+impl Stages {
+    fn build(snapshot: &Snapshot, metrics: &Metrics) -> Stages {
+        Stages {
+            routes: Arc::new(Routes::build(snapshot, metrics)),
+            chains: Chains::build(snapshot, metrics),
+        }
+    }
+}
 
 /// Shared by every transport.
 pub struct Pipeline {
     registry: Registry,
-    routes: ArcSwap<Routes>,
+    stages: ArcSwap<Stages>,
     metrics: Metrics,
+    audit: AuditLog,
 }
 
 impl Pipeline {
-    pub fn new(snapshot: Snapshot, metrics: Metrics) -> Self {
-        let routes = Routes::build(&snapshot, &metrics);
+    pub fn new(snapshot: Snapshot, metrics: Metrics, audit: AuditLog) -> Self {
+        let stages = Stages::build(&snapshot, &metrics);
         Pipeline {
             registry: Registry::new(snapshot),
-            routes: ArcSwap::from_pointee(routes),
+            stages: ArcSwap::from_pointee(stages),
             metrics,
+            audit,
         }
     }
 
@@ -38,24 +95,110 @@ impl Pipeline {
 
     /// The routes in force now.
     pub fn routes(&self) -> Arc<Routes> {
-        self.routes.load_full()
+        self.stages.load().routes.clone()
     }
 
     /// The route serving `name` now.
     pub fn lookup(&self, name: &str) -> Option<Arc<AgentRoute>> {
-        self.routes.load().get(name).cloned()
+        self.stages.load().routes.get(name).cloned()
     }
 
-    /// Publishes a newly loaded snapshot and its routes. Requests in flight
-    /// finish on the routes they started with; new ones see the new set.
+    /// The names of the filters requests to `agent` pass, in order.
+    pub fn chain_names(&self, agent: &str) -> Vec<String> {
+        let stages = self.stages.load();
+        stages
+            .chains
+            .for_agent(agent)
+            .iter()
+            .map(|f| f.name().to_string())
+            .collect()
+    }
+
+    /// Publishes a newly loaded snapshot with its routes and chains.
+    /// Requests in flight finish on the stages they started with.
     pub fn publish(&self, snapshot: Snapshot) {
-        let routes = Routes::build(&snapshot, &self.metrics);
+        let stages = Stages::build(&snapshot, &self.metrics);
         self.registry.publish(snapshot);
-        self.routes.store(Arc::new(routes));
+        self.stages.store(Arc::new(stages));
     }
 
-    /// Runs one request on `route`.
-    pub async fn dispatch(&self, route: &AgentRoute, req: Request) -> Result<Response, RouteError> {
-        route.dispatch(req).await
+    /// Runs one request for `agent`: filters, agent, response filters.
+    pub async fn handle(
+        &self,
+        agent: &str,
+        mut req: Request,
+        body: Body,
+    ) -> Result<Response, PipelineError> {
+        let stages = self.stages.load_full();
+        let route = stages
+            .routes
+            .get(agent)
+            .ok_or_else(|| PipelineError::AgentNotFound(agent.to_string()))?;
+        req.affinity = route.affinity_key(&req.headers);
+        let chain = stages.chains.for_agent(agent);
+        if chain.is_empty() {
+            req.body = body.read(route.core.policy.limits.request_body).await?;
+            return Ok(route.dispatch(req).await?);
+        }
+        let mut run = ChainRun::new(chain, &route.core.policy.filter_values);
+        let result = filtered(route, &mut run, &mut req, body).await;
+        let (verdicts, late_metadata) = run.finish();
+        if !verdicts.is_empty() {
+            let status = match &result {
+                Ok(resp) => resp.status.as_u16(),
+                Err(err) => err.status(),
+            };
+            let metadata = req
+                .metadata
+                .iter()
+                .chain(&late_metadata)
+                .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+                .collect();
+            self.audit.record(&AuditRecord {
+                time: now_rfc3339(),
+                request_id: &req.id,
+                agent,
+                method: req.method.as_str(),
+                path: &req.path,
+                client: req.client.map(|c| c.to_string()).unwrap_or_default(),
+                status,
+                verdicts: &verdicts,
+                metadata,
+            });
+        }
+        result
     }
+}
+
+/// The request through its chain: headers phase, body read, body phase,
+/// agent, response phases.
+async fn filtered(
+    route: &AgentRoute,
+    run: &mut ChainRun<'_>,
+    req: &mut Request,
+    body: Body,
+) -> Result<Response, PipelineError> {
+    let early = match run.request_headers(req).await? {
+        Flow::Stop(resp) => Some(resp),
+        Flow::Continue => {
+            req.body = body.read(route.core.policy.limits.request_body).await?;
+            match run.wants_request_body() {
+                true => match run.request_body(req).await? {
+                    Flow::Stop(resp) => Some(resp),
+                    Flow::Continue => None,
+                },
+                false => None,
+            }
+        }
+    };
+    let response_work = run.has_response_work();
+    let resp = match early {
+        Some(resp) => resp,
+        None => route.dispatch(req.forward(response_work)).await?,
+    };
+    if !run.has_response_work() {
+        return Ok(resp);
+    }
+    req.body = bytes::Bytes::new();
+    Ok(run.response(req, resp).await?)
 }

@@ -23,6 +23,9 @@ pub struct Request {
     pub client: Option<SocketAddr>,
     /// Key that pins a session to an instance; none when absent.
     pub affinity: Option<String>,
+    /// Key/value pairs filters attached, in the order they were attached;
+    /// the agent sees them in its request head as `meta.KEY`.
+    pub metadata: Vec<(String, String)>,
 }
 
 impl Request {
@@ -37,6 +40,49 @@ impl Request {
             id: next_request_id(),
             client: None,
             affinity: None,
+            metadata: Vec::new(),
+        }
+    }
+}
+
+/// Why a request body could not be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyError {
+    #[error("the request body is over the limit of {0} bytes")]
+    TooLarge(usize),
+    #[error("the request body could not be read")]
+    Unreadable,
+}
+
+/// Reads a body that has not arrived yet, refusing it past a limit.
+pub type BodyReader = Box<dyn FnOnce(usize) -> BoxFuture<Result<Bytes, BodyError>> + Send>;
+type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A request body as a transport hands it over: already in memory, or still
+/// on the wire. The pipeline reads a deferred body only after the
+/// request-headers filters had their say (an auth filter refuses before the
+/// upload is read), with the agent's body limit.
+pub enum Body {
+    Ready(Bytes),
+    Deferred(BodyReader),
+}
+
+impl Body {
+    /// The whole body, at most `limit` bytes.
+    pub async fn read(self, limit: usize) -> Result<Bytes, BodyError> {
+        match self {
+            Body::Ready(bytes) if bytes.len() > limit => Err(BodyError::TooLarge(limit)),
+            Body::Ready(bytes) => Ok(bytes),
+            Body::Deferred(read) => read(limit).await,
+        }
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Ready(b) => write!(f, "Body::Ready({} bytes)", b.len()),
+            Body::Deferred(_) => f.write_str("Body::Deferred"),
         }
     }
 }
@@ -47,6 +93,28 @@ pub struct Response {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Bytes,
+}
+
+impl Request {
+    /// The request to send on to the agent, taking the body (and the
+    /// headers, unless `keep_headers`: the response filters still need them).
+    pub fn forward(&mut self, keep_headers: bool) -> Request {
+        Request {
+            method: self.method.clone(),
+            path: self.path.clone(),
+            query: self.query.clone(),
+            headers: if keep_headers {
+                self.headers.clone()
+            } else {
+                std::mem::take(&mut self.headers)
+            },
+            body: std::mem::take(&mut self.body),
+            id: self.id.clone(),
+            client: self.client,
+            affinity: self.affinity.clone(),
+            metadata: self.metadata.clone(),
+        }
+    }
 }
 
 /// Request ids: a per-process prefix from the start time, then a counter.

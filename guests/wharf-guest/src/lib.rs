@@ -1,5 +1,6 @@
-//! Rust bindings for Wharf's `agent` world, generated once so each agent
-//! crate only implements [`Guest`] and calls [`export_agent!`].
+//! Rust bindings for Wharf's `agent` and `filter` worlds, generated once so
+//! each agent crate only implements [`Guest`] and calls [`export_agent!`],
+//! and each filter implements [`filter::Guest`] and calls [`export_filter!`].
 //!
 //! ```ignore
 //! struct Echo;
@@ -22,9 +23,28 @@ pub mod bindings {
     });
 }
 
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)] // the response-body hook's lowered ABI
+pub mod filter_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "filter",
+        pub_export_macro: true,
+        export_macro_name: "export_filter",
+        default_bindings_module: "wharf_guest::filter_bindings",
+        with: {
+            "wharf:plugin/host@0.2.0": crate::bindings::wharf::plugin::host,
+            "wharf:plugin/types@0.2.0": crate::bindings::wharf::plugin::types,
+        },
+    });
+}
+
+pub mod filter;
+
 pub use bindings::wharf::plugin::host::{self, Level, config, log};
 pub use bindings::wharf::plugin::types::Skill;
 pub use bindings::{Card, Error, Guest, Health, Request, Response, export_agent};
+pub use filter_bindings::export_filter;
 
 impl Card {
     /// A card with no skills.
@@ -59,6 +79,8 @@ pub struct Head {
     pub id: String,
     pub client: String,
     pub affinity: String,
+    /// Metadata filters attached (`meta.KEY` entries), key without `meta.`.
+    pub meta: Vec<(String, String)>,
 }
 
 impl Head {
@@ -76,7 +98,11 @@ impl Head {
                 "id" => head.id = value,
                 "client" => head.client = value,
                 "affinity" => head.affinity = value,
-                _ => {}
+                _ => {
+                    if let Some(name) = key.strip_prefix("meta.") {
+                        head.meta.push((name.to_string(), value));
+                    }
+                }
             }
         }
         Ok(head)
@@ -116,6 +142,51 @@ fn take<const N: usize>(buf: &[u8]) -> Result<[u8; N], &'static str> {
         .ok_or("truncated")
 }
 
+impl Head {
+    /// The value of metadata `key`, if a filter attached it.
+    pub fn meta(&self, key: &str) -> Option<&str> {
+        self.meta
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Decodes a header list (`[[name, value], …]`, values str or bin) into
+/// pairs borrowing the blob. Empty bytes are an empty list.
+pub fn header_pairs(blob: &[u8]) -> Result<Vec<(&str, &[u8])>, &'static str> {
+    if blob.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut buf = blob;
+    let count = read_len(&mut buf, 0x90, 0xdc)?;
+    let mut pairs = Vec::with_capacity(count.min(buf.len() / 3));
+    for _ in 0..count {
+        if read_len(&mut buf, 0x90, 0xdc)? != 2 {
+            return Err("a header is not a [name, value] pair");
+        }
+        let name = core::str::from_utf8(read_raw(&mut buf)?).map_err(|_| "invalid UTF-8")?;
+        let value = read_raw(&mut buf)?;
+        pairs.push((name, value));
+    }
+    Ok(pairs)
+}
+
+/// Reads a str or bin and returns its bytes.
+fn read_raw<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], &'static str> {
+    let (&marker, rest) = buf.split_first().ok_or("truncated")?;
+    let (len, used) = match marker {
+        0xa0..=0xbf => ((marker & 0x1f) as usize, 0),
+        0xd9 | 0xc4 => (*rest.first().ok_or("truncated")? as usize, 1),
+        0xda | 0xc5 => (u16::from_be_bytes(take::<2>(rest)?) as usize, 2),
+        0xdb | 0xc6 => (u32::from_be_bytes(take::<4>(rest)?) as usize, 4),
+        _ => return Err("expected a string or bytes"),
+    };
+    let bytes = rest.get(used..used + len).ok_or("truncated")?;
+    *buf = &rest[used + len..];
+    Ok(bytes)
+}
+
 /// Builds a response header list: the pairs of `headers` (the request's
 /// encoding, possibly empty) followed by `extra` name/value pairs. The
 /// request's pairs are copied as they are, without decoding them.
@@ -139,7 +210,7 @@ pub fn headers_with(headers: &[u8], extra: &[(&str, &str)]) -> Result<Vec<u8>, &
 
 /// Writes a fix (`fix_base` + n < `fix_max`), 16-bit (`wide`) or 32-bit
 /// (`wide` + 1) length.
-fn write_len(out: &mut Vec<u8>, len: usize, fix_base: u8, fix_max: usize, wide: u8) {
+pub(crate) fn write_len(out: &mut Vec<u8>, len: usize, fix_base: u8, fix_max: usize, wide: u8) {
     if len < fix_max {
         out.push(fix_base + len as u8);
     } else if let Ok(len) = u16::try_from(len) {
@@ -151,7 +222,7 @@ fn write_len(out: &mut Vec<u8>, len: usize, fix_base: u8, fix_max: usize, wide: 
     }
 }
 
-fn write_str(out: &mut Vec<u8>, text: &str) {
+pub(crate) fn write_str(out: &mut Vec<u8>, text: &str) {
     if let Ok(len @ 32..=255) = u8::try_from(text.len()) {
         out.extend_from_slice(&[0xd9, len]);
     } else {

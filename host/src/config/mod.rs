@@ -5,6 +5,7 @@
 
 mod blocks;
 mod diag;
+mod filter;
 mod parse;
 mod policy;
 mod units;
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use diag::{ConfigError, Problem};
+pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLimit};
 pub use policy::{
     Affinity, AffinitySource, Breaker, Health, Instances, Limits, Mode, Policy, RateKey, RateLimit,
 };
@@ -38,6 +40,10 @@ pub struct Config {
     pub agents: BTreeMap<String, Policy>,
     /// Where compiled components are kept between starts.
     pub cache: Cache,
+    /// Filters with a `filter` block; others get [`FilterPolicy::default`].
+    pub filters: BTreeMap<String, FilterPolicy>,
+    /// Where audit records of flagged requests go.
+    pub audit: AuditSink,
 }
 
 /// The compiled-artifact cache setting (`cache "dir"` or `cache #false`).
@@ -120,6 +126,8 @@ impl Default for Config {
             defaults: Policy::default(),
             agents: BTreeMap::new(),
             cache: Cache::Default,
+            filters: BTreeMap::new(),
+            audit: AuditSink::default(),
         }
     }
 }
@@ -136,6 +144,18 @@ impl Config {
             && dir.is_relative()
         {
             config.cache = Cache::Dir(base_dir.join(dir));
+        }
+        for filter in config.filters.values_mut() {
+            if let Some(dir) = &filter.files
+                && dir.is_relative()
+            {
+                filter.files = Some(base_dir.join(dir));
+            }
+        }
+        if let AuditSink::File(file) = &config.audit
+            && file.is_relative()
+        {
+            config.audit = AuditSink::File(base_dir.join(file));
         }
         Ok(config)
     }
@@ -158,12 +178,22 @@ impl Config {
         self.agents.get(name).unwrap_or(&self.defaults).clone()
     }
 
-    /// The largest memory limit any agent has (sizes the instance pool).
+    /// What applies to the filter called `name`.
+    pub fn filter_policy(&self, name: &str) -> FilterPolicy {
+        self.filters.get(name).cloned().unwrap_or_default()
+    }
+
+    /// The largest memory limit any agent or filter has (sizes the
+    /// instance pool).
     pub fn max_memory(&self) -> u64 {
         self.agents
             .values()
             .map(|p| p.limits.memory)
-            .chain([self.defaults.limits.memory])
+            .chain(self.filters.values().map(|f| f.limits.memory))
+            .chain([
+                self.defaults.limits.memory,
+                FilterPolicy::default().limits.memory,
+            ])
             .max()
             .unwrap_or(self.defaults.limits.memory)
     }

@@ -26,6 +26,9 @@ const TOP: &[&str] = &[
     "affinity",
     "rate-limit",
     "agent",
+    "filter",
+    "filters",
+    "audit",
 ];
 const LIMITS: &[&str] = &[
     "memory",
@@ -55,6 +58,8 @@ const AGENT: &[&str] = &[
     "breaker",
     "affinity",
     "rate-limit",
+    "filters",
+    "filter-config",
 ];
 
 pub(super) fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
@@ -97,7 +102,8 @@ impl Walker {
         let mut seen = Seen::default();
         // Defaults first, wherever they appear, so every agent block starts
         // from them.
-        for node in doc.nodes().iter().filter(|n| n.name().value() != "agent") {
+        let per_name = |n: &KdlNode| matches!(n.name().value(), "agent" | "filter");
+        for node in doc.nodes().iter().filter(|n| !per_name(n)) {
             if !seen.first(self, node) {
                 continue;
             }
@@ -111,6 +117,8 @@ impl Walker {
                 }
                 "server" => self.server(node, &mut config.server),
                 "cache" => set(&mut config.cache, self.cache(node)),
+                "audit" => set(&mut config.audit, self.audit(node)),
+                "filters" => set(&mut defaults.filters, self.chain(node)),
                 "limits" => {
                     for child in self.block(node) {
                         if !self.limit(child, &mut defaults.limits) {
@@ -124,6 +132,9 @@ impl Walker {
                     }
                 }
             }
+        }
+        for node in doc.nodes().iter().filter(|n| n.name().value() == "filter") {
+            self.filter(node, &mut config.filters);
         }
         for node in doc.nodes().iter().filter(|n| n.name().value() == "agent") {
             self.agent(node, &config.defaults.clone(), &mut config.agents);
@@ -173,17 +184,24 @@ impl Walker {
     }
 
     fn agent(&mut self, node: &KdlNode, defaults: &Policy, agents: &mut BTreeMap<String, Policy>) {
-        let Some((name, span)) = self.agent_name(node) else {
+        let Some((name, span)) = self.guest_name(node, "agent") else {
             return;
         };
         let mut policy = defaults.clone();
         let mut seen = Seen::default();
         for child in node.children().map(|d| d.nodes()).unwrap_or_default() {
-            if !seen.first(self, child) {
+            if child.name().value() != "filter-config" && !seen.first(self, child) {
                 continue;
             }
             if child.name().value() == "config" {
                 policy.values = Arc::new(self.values(child));
+            } else if child.name().value() == "filters" {
+                set(&mut policy.filters, self.chain(child));
+            } else if child.name().value() == "filter-config" {
+                if let Some((filter, _)) = self.guest_name(child, "filter-config") {
+                    let values = Arc::new(self.values(child));
+                    policy.filter_values.insert(filter, values);
+                }
             } else if !self.limit(child, &mut policy.limits)
                 && !self.policy_block(child, &mut policy)
             {
@@ -198,34 +216,48 @@ impl Walker {
         }
     }
 
-    /// `agent "name" { … }`: exactly one string argument naming the agent.
-    fn agent_name(&mut self, node: &KdlNode) -> Option<(String, SourceSpan)> {
+    /// `agent "name" { … }` (or `filter`, `filter-config`): exactly one
+    /// string argument naming a component by its file stem.
+    pub(super) fn guest_name(
+        &mut self,
+        node: &KdlNode,
+        what: &str,
+    ) -> Option<(String, SourceSpan)> {
         if node.entries().is_empty() {
             self.problems.push(
-                Problem::new(node.name().span(), "`agent` needs the agent's name")
-                    .help("write `agent \"NAME\" { … }`, where NAME.wasm is the agent's file"),
+                Problem::new(node.name().span(), format!("`{what}` needs a name")).help(format!(
+                    "write `{what} \"NAME\" {{ … }}`, where NAME.wasm is the component's file"
+                )),
             );
             return None;
         }
         let entry = self.sole_entry(node, true)?;
         let Some(name) = entry.value().as_string() else {
-            self.wrong_type(entry, "`agent` takes the agent's name as a string");
+            self.wrong_type(
+                entry,
+                &format!("`{what}` takes the component's name as a string"),
+            );
             return None;
         };
         if !crate::registry::valid_agent_name(name) {
             self.problems.push(
-                Problem::new(entry.span(), format!("`{name}` is not a valid agent name"))
-                    .help("agent names are file stems: letters, digits, `-`, `_` and `.`"),
+                Problem::new(entry.span(), format!("`{name}` is not a valid {what} name"))
+                    .help("names are file stems: letters, digits, `-`, `_` and `.`"),
             );
             return None;
         }
         Some((name.to_string(), entry.span()))
     }
 
-    fn values(&mut self, node: &KdlNode) -> BTreeMap<String, String> {
+    pub(super) fn values(&mut self, node: &KdlNode) -> BTreeMap<String, String> {
         let mut values = BTreeMap::new();
         let mut seen = Seen::default();
-        for child in self.block(node) {
+        // `filter-config "name" { … }` names its filter; `config { … }` takes no argument.
+        let children = match node.name().value() {
+            "filter-config" => node.children().map(|d| d.nodes()).unwrap_or_default(),
+            _ => self.block(node),
+        };
+        for child in children {
             if !seen.first(self, child) {
                 continue;
             }
@@ -445,11 +477,11 @@ pub(super) fn set<T>(slot: &mut T, value: Option<T>) {
 
 /// Tracks which single-valued nodes a block has set, to report repeats.
 #[derive(Default)]
-struct Seen(Vec<String>);
+pub(super) struct Seen(Vec<String>);
 
 impl Seen {
     /// True the first time a node name is seen in this block.
-    fn first(&mut self, walker: &mut Walker, node: &KdlNode) -> bool {
+    pub(super) fn first(&mut self, walker: &mut Walker, node: &KdlNode) -> bool {
         let key = node.name().value();
         if self.0.iter().any(|k| k == key) {
             walker.problems.push(Problem::new(
@@ -501,6 +533,9 @@ mod tests {
         }
         for name in TOP {
             accepted(&format!("{name} 1"));
+        }
+        for name in super::super::filter::FILTER {
+            accepted(&format!("filter \"f\" {{ {name} 1 }}"));
         }
     }
 }

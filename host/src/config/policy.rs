@@ -154,4 +154,9 @@ pub struct Policy {
     pub rate_limit: Option<RateLimit>,
     /// Values the guest reads with the `config` host import.
     pub values: Arc<BTreeMap<String, String>>,
+    /// The filter chain requests to this agent pass, in order; empty: none.
+    pub filters: Vec<String>,
+    /// Per-filter config values for this agent's requests
+    /// (`filter-config "name" { … }`), read before the filter's own.
+    pub filter_values: BTreeMap<String, Arc<BTreeMap<String, String>>>,
 }

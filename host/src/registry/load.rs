@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::{AgentEntry, CardInfo, Origin, Snapshot, valid_agent_name};
+use super::{AgentEntry, CardInfo, FilterEntry, Origin, Snapshot, valid_agent_name};
 use crate::config::{Config, format_size};
 use crate::runtime::{CacheOutcome, GuestIdentity, Prepared, Runtime};
 
@@ -65,6 +65,7 @@ pub fn load_dir(runtime: &Runtime, config: &Config, dir: &Path) -> std::io::Resu
             refuse(&mut snapshot, path, reason);
         }
     }
+    check_chains(&mut snapshot);
     Ok(snapshot)
 }
 
@@ -159,6 +160,39 @@ fn format_digest(sha256: &[u8; 32]) -> String {
     format!("sha256:{}", hex::encode(sha256))
 }
 
+fn outcome_str(outcome: CacheOutcome) -> &'static str {
+    match outcome {
+        CacheOutcome::Hit => "cached",
+        _ => "now",
+    }
+}
+
+/// Refuses agents whose filter chain names a filter that did not load:
+/// a request must never reach an agent around a filter it was meant to pass.
+fn check_chains(snapshot: &mut Snapshot) {
+    let missing: Vec<(String, String)> = snapshot
+        .agents
+        .iter()
+        .filter_map(|(name, entry)| {
+            let absent: Vec<&str> = entry
+                .policy
+                .filters
+                .iter()
+                .filter(|f| !snapshot.filters.contains_key(*f))
+                .map(String::as_str)
+                .collect();
+            (!absent.is_empty()).then(|| (name.clone(), absent.join("`, `")))
+        })
+        .collect();
+    for (name, absent) in missing {
+        let entry = snapshot.agents.remove(&name).expect("listed above");
+        let reason = format!(
+            "agent `{name}` is not served: its filter chain names `{absent}`, which did not load"
+        );
+        refuse(snapshot, &entry.origin.path, reason);
+    }
+}
+
 fn load_one(
     runtime: &Runtime,
     config: &Config,
@@ -183,18 +217,52 @@ fn load_one(
         world: prepared.world().as_str(),
     };
     match prepared {
-        Prepared::Filter(_) => {
+        Prepared::Filter(pres) => {
+            let policy = config.filter_policy(name);
+            if let Some(dir) = &policy.files
+                && !dir.is_dir()
+            {
+                return Err(format!(
+                    "its `files` directory `{}` is not a directory",
+                    dir.display()
+                ));
+            }
+            let identity = GuestIdentity {
+                name: name.to_string(),
+                values: policy.values.clone(),
+                files: policy.files.clone(),
+            };
+            let image = runtime.filter_image(pres, identity, policy.limits);
+            let phases = image
+                .instantiate()
+                .and_then(|mut live| live.phases())
+                .map_err(|e| format!("phases() failed: {e}"))?;
+            if phases.is_empty() {
+                return Err("the filter registers for no phase".into());
+            }
             tracing::info!(
-                path = %path.display(),
-                "`{name}` is a filter; filters are listed but not run by this version"
+                filter = name,
+                digest = %origin.digest,
+                phases = ?phases.names(),
+                compiled = outcome_str(outcome),
+                load_ms = started.elapsed().as_millis() as u64,
+                "loaded filter from `{}`",
+                path.display()
             );
-            snapshot.filters.insert(name.to_string(), origin);
+            let entry = FilterEntry {
+                origin,
+                image,
+                phases,
+                policy,
+            };
+            snapshot.filters.insert(name.to_string(), Arc::new(entry));
         }
         Prepared::Agent(pre) => {
             let policy = config.policy_for(name);
             let identity = GuestIdentity {
                 name: name.to_string(),
                 values: policy.values.clone(),
+                files: None,
             };
             let image = runtime.agent_image(pre, identity, policy.limits);
             let card = image
@@ -204,10 +272,7 @@ fn load_one(
             tracing::info!(
                 agent = name,
                 digest = %origin.digest,
-                compiled = match outcome {
-                    CacheOutcome::Hit => "cached",
-                    _ => "now",
-                },
+                compiled = outcome_str(outcome),
                 load_ms = started.elapsed().as_millis() as u64,
                 "loaded agent from `{}`",
                 path.display()

@@ -14,8 +14,9 @@ use serde::Serialize;
 pub use load::{Refusal, load_dir};
 pub(crate) use load::{check_component, digest, read_capped};
 
-use crate::config::Policy;
-use crate::runtime::{AgentImage, Card};
+use crate::config::{FilterPolicy, Policy};
+use crate::filter::verdict::Phases;
+use crate::runtime::{AgentImage, Card, FilterImage};
 
 /// Longest agent name accepted.
 pub const MAX_NAME_LEN: usize = 64;
@@ -88,12 +89,21 @@ pub struct AgentEntry {
     pub policy: Policy,
 }
 
+/// A loaded filter, ready to run in chains.
+pub struct FilterEntry {
+    pub origin: Origin,
+    pub image: FilterImage,
+    /// What `phases()` said at load time.
+    pub phases: Phases,
+    pub policy: FilterPolicy,
+}
+
 /// Everything loaded from one scan of the agents directory.
 #[derive(Default)]
 pub struct Snapshot {
     pub agents: BTreeMap<String, Arc<AgentEntry>>,
-    /// Components that fit the filter world; listed, not yet run.
-    pub filters: BTreeMap<String, Origin>,
+    /// Components that fit the filter world.
+    pub filters: BTreeMap<String, Arc<FilterEntry>>,
     /// Files that were not loaded, with the reason.
     pub refused: Vec<Refusal>,
 }

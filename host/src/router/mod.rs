@@ -22,7 +22,7 @@ use tower::ServiceExt;
 
 pub use affinity::{AffinityTable, Lookup};
 pub use health::{BreakerState, CircuitBreaker, HealthCell};
-pub use pool::{AffinityOutcome, Slot, WarmPool};
+pub use pool::{AffinityOutcome, Lease, Pooled, Slot, WarmPool, ensure_instance};
 
 use crate::config::{AffinitySource, Mode, Policy, RateKey};
 use crate::metrics::{AgentMetrics, Metrics, Shed};
@@ -322,7 +322,7 @@ pub fn error_status(err: &RouteError) -> u16 {
 fn call_status(err: &CallError) -> u16 {
     match err {
         CallError::Deadline => 504,
-        CallError::InvalidResponse(_) => 502,
+        CallError::InvalidResponse(_) | CallError::InvalidVerdict(_) => 502,
         CallError::BadRequest(_) => 400,
         CallError::NotFound(_) => 404,
         CallError::Unavailable(_) => 503,

@@ -17,18 +17,57 @@ use crate::config::Instances;
 use crate::metrics::{AgentMetrics, Retire, Shed};
 use crate::registry::AgentEntry;
 use crate::request::{Request, Response};
-use crate::runtime::{AgentImage, CallError, Live};
+use crate::runtime::{AgentImage, CallError, FilterLive, Live};
+
+/// What a pool keeps: a live instance of an agent or of a filter.
+pub trait Pooled: Send + 'static {
+    /// Its last call was cut off half-way: it must not be used again.
+    fn abandoned(&self) -> bool;
+    /// Bytes of linear memory it holds now.
+    fn memory_bytes(&self) -> u64;
+    /// A health probe on this thread; true when healthy.
+    fn probe(&mut self) -> bool;
+}
+
+impl Pooled for Live {
+    fn abandoned(&self) -> bool {
+        Live::abandoned(self)
+    }
+    fn memory_bytes(&self) -> u64 {
+        Live::memory_bytes(self)
+    }
+    fn probe(&mut self) -> bool {
+        matches!(self.health(), Ok(crate::runtime::Health::Ok))
+    }
+}
+
+impl Pooled for FilterLive {
+    fn abandoned(&self) -> bool {
+        FilterLive::abandoned(self)
+    }
+    fn memory_bytes(&self) -> u64 {
+        FilterLive::memory_bytes(self)
+    }
+    /// Filters have no health export: an idle instance that has not
+    /// trapped is healthy; request outcomes decide the rest.
+    fn probe(&mut self) -> bool {
+        true
+    }
+}
+
+/// A slot and the lock on its instance.
+type Held<I> = (Arc<Slot<I>>, OwnedMutexGuard<Option<I>>);
 
 /// One live instance (or a place for one, before its first use).
-pub struct Slot {
+pub struct Slot<I = Live> {
     pub id: u64,
-    live: Arc<Mutex<Option<Live>>>,
+    live: Arc<Mutex<Option<I>>>,
     pub health: HealthCell,
     pub uses: AtomicU64,
     retired: AtomicBool,
 }
 
-impl Slot {
+impl<I> Slot<I> {
     /// Not retired and not marked unhealthy: two relaxed loads.
     #[inline]
     pub fn usable(&self) -> bool {
@@ -36,10 +75,10 @@ impl Slot {
     }
 }
 
-pub struct WarmPool {
+pub struct WarmPool<I = Live> {
     settings: Instances,
     health_threshold: u32,
-    slots: ArcSwap<Vec<Arc<Slot>>>,
+    slots: ArcSwap<Vec<Arc<Slot<I>>>>,
     /// One permit per instance that may be leased at once.
     capacity: Arc<Semaphore>,
     waiting: AtomicUsize,
@@ -51,22 +90,27 @@ pub struct WarmPool {
 
 /// Exclusive use of one instance for one request. Dropping it (also when
 /// the request is abandoned half-way) returns the instance to the pool.
-pub struct Lease {
-    slot: Arc<Slot>,
-    guard: OwnedMutexGuard<Option<Live>>,
+pub struct Lease<I = Live> {
+    slot: Arc<Slot<I>>,
+    guard: OwnedMutexGuard<Option<I>>,
     busy: Arc<AtomicUsize>,
     _permit: OwnedSemaphorePermit,
 }
 
-impl Drop for Lease {
+impl<I> Drop for Lease<I> {
     fn drop(&mut self) {
         self.busy.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
-impl Lease {
+impl<I> Lease<I> {
     pub fn instance_id(&self) -> u64 {
         self.slot.id
+    }
+
+    /// The leased instance; none until it is first instantiated.
+    pub fn instance(&mut self) -> &mut Option<I> {
+        &mut self.guard
     }
 }
 
@@ -90,7 +134,7 @@ impl AffinityOutcome {
     }
 }
 
-impl WarmPool {
+impl<I: Pooled> WarmPool<I> {
     pub fn new(settings: Instances, health_threshold: u32) -> Self {
         WarmPool {
             settings,
@@ -105,7 +149,7 @@ impl WarmPool {
     }
 
     /// The live instances now (for listings and probes).
-    pub fn slots(&self) -> Arc<Vec<Arc<Slot>>> {
+    pub fn slots(&self) -> Arc<Vec<Arc<Slot<I>>>> {
         self.slots.load_full()
     }
 
@@ -121,7 +165,7 @@ impl WarmPool {
         pins: Option<&AffinityTable>,
         metrics: &AgentMetrics,
         wait: Duration,
-    ) -> Result<(Lease, AffinityOutcome), RouteError> {
+    ) -> Result<(Lease<I>, AffinityOutcome), RouteError> {
         let permit = self.permit(metrics, wait).await?;
         let pinned = key.zip(pins);
         let mut outcome = AffinityOutcome::None;
@@ -177,10 +221,10 @@ impl WarmPool {
 
     fn lease(
         &self,
-        slot: Arc<Slot>,
-        guard: OwnedMutexGuard<Option<Live>>,
+        slot: Arc<Slot<I>>,
+        guard: OwnedMutexGuard<Option<I>>,
         permit: OwnedSemaphorePermit,
-    ) -> Lease {
+    ) -> Lease<I> {
         self.busy.fetch_add(1, Ordering::Relaxed);
         Lease {
             slot,
@@ -190,11 +234,11 @@ impl WarmPool {
         }
     }
 
-    fn find(&self, id: u64) -> Option<Arc<Slot>> {
+    fn find(&self, id: u64) -> Option<Arc<Slot<I>>> {
         self.slots.load().iter().find(|s| s.id == id).cloned()
     }
 
-    fn try_idle(&self) -> Option<(Arc<Slot>, OwnedMutexGuard<Option<Live>>)> {
+    fn try_idle(&self) -> Option<Held<I>> {
         self.slots
             .load()
             .iter()
@@ -208,7 +252,7 @@ impl WarmPool {
     /// An idle usable instance, or a new slot. Holding a permit guarantees
     /// fewer than `max` leases exist, so one of the two is always possible
     /// once unhealthy idle instances are retired.
-    fn idle_or_new(&self, metrics: &AgentMetrics) -> (Arc<Slot>, OwnedMutexGuard<Option<Live>>) {
+    fn idle_or_new(&self, metrics: &AgentMetrics) -> Held<I> {
         if let Some(found) = self.try_idle() {
             return found;
         }
@@ -248,34 +292,12 @@ impl WarmPool {
         (slot, guard)
     }
 
-    /// Runs one request on a leased instance, instantiating it first if it
-    /// is new, and retires the instance when the call leaves it unusable,
-    /// worn out or too big. The call runs on a fiber in this task; if the
-    /// request is abandoned half-way the instance is marked and replaced at
-    /// its next lease.
-    pub async fn run(
-        &self,
-        mut lease: Lease,
-        entry: &AgentEntry,
-        req: &Request,
-        metrics: &AgentMetrics,
-    ) -> Result<Response, RouteError> {
-        let result = call_on(&mut lease.guard, &entry.image, req, metrics).await;
-        self.settle(lease, &result, metrics);
-        result.map_err(RouteError::Call)
-    }
-
     /// Updates the instance after a call and retires it when it must go.
-    fn settle(
-        &self,
-        mut lease: Lease,
-        result: &Result<Response, CallError>,
-        metrics: &AgentMetrics,
-    ) {
+    pub fn settle(&self, mut lease: Lease<I>, failure: Option<&CallError>, metrics: &AgentMetrics) {
         let slot = lease.slot.clone();
         let uses = slot.uses.fetch_add(1, Ordering::Relaxed) + 1;
-        let retire = match result {
-            Err(
+        let retire = match failure {
+            Some(
                 CallError::Trap(_)
                 | CallError::Deadline
                 | CallError::MemoryLimit
@@ -289,12 +311,15 @@ impl WarmPool {
             other => {
                 let ok = !matches!(
                     other,
-                    Err(CallError::Internal(_)
-                        | CallError::Unavailable(_)
-                        | CallError::InvalidResponse(_))
+                    Some(
+                        CallError::Internal(_)
+                            | CallError::Unavailable(_)
+                            | CallError::InvalidResponse(_)
+                            | CallError::InvalidVerdict(_)
+                    )
                 );
                 slot.health.record(ok);
-                let memory = lease.guard.as_ref().map_or(0, Live::memory_bytes);
+                let memory = lease.guard.as_ref().map_or(0, I::memory_bytes);
                 metrics.instance_memory(memory);
                 if uses >= self.settings.max_uses {
                     Some(Retire::Uses)
@@ -315,7 +340,7 @@ impl WarmPool {
     }
 
     /// Removes a slot from the pool; the caller holds `grow`.
-    fn retire_locked(&self, slot: &Arc<Slot>, why: Retire, metrics: &AgentMetrics) {
+    fn retire_locked(&self, slot: &Arc<Slot<I>>, why: Retire, metrics: &AgentMetrics) {
         if slot.retired.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -347,9 +372,7 @@ impl WarmPool {
                 continue;
             }
             let probed = tokio::task::spawn_blocking(move || {
-                let ok = guard
-                    .as_mut()
-                    .is_some_and(|live| matches!(live.health(), Ok(crate::runtime::Health::Ok)));
+                let ok = guard.as_mut().is_some_and(I::probe);
                 (guard, ok)
             })
             .await;
@@ -366,6 +389,25 @@ impl WarmPool {
     }
 }
 
+impl WarmPool<Live> {
+    /// Runs one request on a leased instance, instantiating it first if it
+    /// is new, and retires the instance when the call leaves it unusable,
+    /// worn out or too big. The call runs on a fiber in this task; if the
+    /// request is abandoned half-way the instance is marked and replaced at
+    /// its next lease.
+    pub async fn run(
+        &self,
+        mut lease: Lease,
+        entry: &AgentEntry,
+        req: &Request,
+        metrics: &AgentMetrics,
+    ) -> Result<Response, RouteError> {
+        let result = call_on(&mut lease.guard, &entry.image, req, metrics).await;
+        self.settle(lease, result.as_ref().err(), metrics);
+        result.map_err(RouteError::Call)
+    }
+}
+
 /// A warm call: instantiate when needed, then handle.
 async fn call_on(
     live: &mut Option<Live>,
@@ -373,24 +415,36 @@ async fn call_on(
     req: &Request,
     metrics: &AgentMetrics,
 ) -> Result<Response, CallError> {
-    if live.as_ref().is_some_and(Live::abandoned) {
-        // Its last call was cut off half-way: start this slot afresh.
-        live.take();
-        metrics.retired(Retire::Abandoned);
-    }
-    let instance = match live {
-        Some(instance) => instance,
-        None => {
-            let started = Instant::now();
-            let instance = live.insert(image.instantiate_async().await?);
-            metrics
-                .instantiate_seconds
-                .record(started.elapsed().as_secs_f64());
-            instance
-        }
-    };
+    let instance = ensure_instance(live, || image.instantiate_async(), metrics).await?;
     let started = Instant::now();
     let result = instance.handle_async(req).await;
     metrics.call_seconds.record(started.elapsed().as_secs_f64());
     result
+}
+
+/// The slot's instance, made now when it has none or when its last call
+/// was cut off half-way (such an instance cannot be entered again).
+pub async fn ensure_instance<'a, I: Pooled, F>(
+    live: &'a mut Option<I>,
+    make: impl FnOnce() -> F,
+    metrics: &AgentMetrics,
+) -> Result<&'a mut I, CallError>
+where
+    F: Future<Output = Result<I, CallError>>,
+{
+    if live.as_ref().is_some_and(I::abandoned) {
+        live.take();
+        metrics.retired(Retire::Abandoned);
+    }
+    match live {
+        Some(instance) => Ok(instance),
+        None => {
+            let started = Instant::now();
+            let instance = live.insert(make().await?);
+            metrics
+                .instantiate_seconds
+                .record(started.elapsed().as_secs_f64());
+            Ok(instance)
+        }
+    }
 }

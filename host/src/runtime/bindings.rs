@@ -18,7 +18,12 @@ mod generated {
         wasmtime::component::bindgen!({
             path: "../wit",
             world: "filter",
-            with: { "wharf:plugin/host": super::agent::wharf::plugin::host },
+            // Request and response parameters borrow, as for agents.
+            ownership: Borrowing { duplicate_if_necessary: true },
+            with: {
+                "wharf:plugin/host": super::agent::wharf::plugin::host,
+                "wharf:plugin/types": super::agent::wharf::plugin::types,
+            },
         });
     }
 }
@@ -29,8 +34,11 @@ pub use generated::agent::wharf::plugin::types::{
     Card, Error as GuestError, Health, Request as GuestRequest, Response as GuestResponse, Skill,
 };
 pub use generated::agent::{Agent, AgentPre};
-pub use generated::filter::FilterPre;
-pub use generated::filter::wharf::plugin::filtering::Host as FilteringHost;
+pub use generated::filter::wharf::plugin::filtering::{
+    Decision as GuestDecision, HeaderOp as GuestHeaderOp, Host as FilteringHost,
+    Phases as GuestPhases, Verdict as GuestVerdict,
+};
+pub use generated::filter::{Filter, FilterPre};
 
 use wasmtime::component::{HasSelf, Linker};
 

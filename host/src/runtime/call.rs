@@ -26,6 +26,8 @@ pub enum CallError {
     Instantiate(String),
     #[error("the agent returned an invalid response: {0}")]
     InvalidResponse(String),
+    #[error("the filter returned an invalid verdict: {0}")]
+    InvalidVerdict(String),
     #[error("the agent refused the request as malformed: {0}")]
     BadRequest(String),
     #[error("the agent has nothing here: {0}")]
@@ -82,27 +84,8 @@ impl AgentImage {
         &self.identity.name
     }
 
-    /// A store whose deadline starts now and covers instantiation and the
-    /// first call. Every epoch tick checks the deadline: past it the guest
-    /// traps; before it an async call yields to the executor.
     fn store(&self, may_yield: bool) -> Store<GuestState> {
-        let mut state = GuestState::new(self.identity.clone(), self.limits.memory);
-        state.deadline_at = Instant::now() + self.limits.deadline;
-        state.may_yield = may_yield;
-        let mut store = Store::new(&self.engine, state);
-        store.limiter(|s| &mut s.limiter);
-        store.epoch_deadline_callback(|ctx| {
-            let state = ctx.data();
-            Ok(if Instant::now() >= state.deadline_at {
-                UpdateDeadline::Interrupt
-            } else if state.may_yield {
-                UpdateDeadline::Yield(1)
-            } else {
-                UpdateDeadline::Continue(1)
-            })
-        });
-        store.set_epoch_deadline(1);
-        store
+        new_store(&self.engine, &self.identity, &self.limits, may_yield)
     }
 
     fn live(
@@ -113,7 +96,7 @@ impl AgentImage {
         match agent {
             Ok(agent) => Ok(Live {
                 store,
-                agent,
+                exports: agent,
                 limits: self.limits,
                 fresh: true,
                 in_call: false,
@@ -148,27 +131,28 @@ impl AgentImage {
     }
 }
 
-/// A live instance. After any error it must be dropped: a trapped store
-/// cannot be entered again.
-pub struct Live {
-    store: Store<GuestState>,
-    agent: Agent,
-    limits: Limits,
+/// A live instance of an agent (or, with the filter world's exports, of a
+/// filter). After any error it must be dropped: a trapped store cannot be
+/// entered again.
+pub struct Live<E = Agent> {
+    pub(super) store: Store<GuestState>,
+    pub(super) exports: E,
+    pub(super) limits: Limits,
     /// True until the first call: the deadline set at instantiation applies.
-    fresh: bool,
+    pub(super) fresh: bool,
     /// True while a call runs; still true if an async call was abandoned
     /// half-way, which makes the instance unusable.
-    in_call: bool,
+    pub(super) in_call: bool,
     /// Buffer for the encoded head and headers, reused across calls.
-    scratch: Vec<u8>,
+    pub(super) scratch: Vec<u8>,
 }
 
-impl Live {
+impl Live<Agent> {
     /// Calls `handle` on this thread.
     pub fn handle(&mut self, req: &Request) -> Result<Response, CallError> {
         self.begin(req, false);
         let guest_req = guest_request(req, &mut self.scratch);
-        let result = self.agent.call_handle(&mut self.store, guest_req);
+        let result = self.exports.call_handle(&mut self.store, guest_req);
         self.in_call = false;
         self.finish(result)
     }
@@ -178,21 +162,13 @@ impl Live {
     pub async fn handle_async(&mut self, req: &Request) -> Result<Response, CallError> {
         self.begin(req, true);
         let guest_req = guest_request(req, &mut self.scratch);
-        let func = self.agent.func_handle();
+        let func = self.exports.func_handle();
         let result = func
             .call_async(&mut self.store, (guest_req,))
             .await
             .map(|(r,)| r);
         self.in_call = false;
         self.finish(result)
-    }
-
-    fn begin(&mut self, req: &Request, may_yield: bool) {
-        self.in_call = true;
-        let data = self.store.data_mut();
-        data.request_id = Some(req.id.clone());
-        data.may_yield = may_yield;
-        self.arm_deadline();
     }
 
     fn finish(
@@ -210,7 +186,7 @@ impl Live {
     pub fn describe(&mut self) -> Result<Card, CallError> {
         self.store.data_mut().may_yield = false;
         self.arm_deadline();
-        self.agent
+        self.exports
             .call_describe(&mut self.store)
             .map_err(|e| classify(&self.store, e))
     }
@@ -218,7 +194,7 @@ impl Live {
     pub fn health(&mut self) -> Result<Health, CallError> {
         self.store.data_mut().may_yield = false;
         self.arm_deadline();
-        self.agent
+        self.exports
             .call_health(&mut self.store)
             .map_err(|e| classify(&self.store, e))
     }
@@ -229,12 +205,22 @@ impl Live {
         self.arm_deadline();
         self.in_call = true;
         let result = self
-            .agent
+            .exports
             .func_health()
             .call_async(&mut self.store, ())
             .await;
         self.in_call = false;
         result.map(|(h,)| h).map_err(|e| classify(&self.store, e))
+    }
+}
+
+impl<E> Live<E> {
+    pub(super) fn begin(&mut self, req: &Request, may_yield: bool) {
+        self.in_call = true;
+        let data = self.store.data_mut();
+        data.request_id = Some(req.id.clone());
+        data.may_yield = may_yield;
+        self.arm_deadline();
     }
 
     /// Bytes of linear memory this instance holds now.
@@ -248,7 +234,7 @@ impl Live {
         self.in_call
     }
 
-    fn arm_deadline(&mut self) {
+    pub(super) fn arm_deadline(&mut self) {
         if !std::mem::take(&mut self.fresh) {
             self.store.data_mut().deadline_at = Instant::now() + self.limits.deadline;
             self.store.set_epoch_deadline(1);
@@ -256,8 +242,36 @@ impl Live {
     }
 }
 
+/// A store whose deadline starts now and covers instantiation and the
+/// first call. Every epoch tick checks the deadline: past it the guest
+/// traps; before it an async call yields to the executor.
+pub(super) fn new_store(
+    engine: &Engine,
+    identity: &Arc<GuestIdentity>,
+    limits: &Limits,
+    may_yield: bool,
+) -> Store<GuestState> {
+    let mut state = GuestState::new(identity.clone(), limits.memory);
+    state.deadline_at = Instant::now() + limits.deadline;
+    state.may_yield = may_yield;
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.limiter);
+    store.epoch_deadline_callback(|ctx| {
+        let state = ctx.data();
+        Ok(if Instant::now() >= state.deadline_at {
+            UpdateDeadline::Interrupt
+        } else if state.may_yield {
+            UpdateDeadline::Yield(1)
+        } else {
+            UpdateDeadline::Continue(1)
+        })
+    });
+    store.set_epoch_deadline(1);
+    store
+}
+
 /// Turns a wasmtime error into what happened, in the guest's terms.
-fn classify(store: &Store<GuestState>, err: wasmtime::Error) -> CallError {
+pub(super) fn classify(store: &Store<GuestState>, err: wasmtime::Error) -> CallError {
     if store.data().limiter.exceeded {
         return CallError::MemoryLimit;
     }

@@ -15,16 +15,21 @@ use crate::request::{Request, Response};
 /// calls) and returns the guest-facing record. The body is borrowed, never
 /// copied here.
 pub fn guest_request<'a>(req: &'a Request, buf: &'a mut Vec<u8>) -> GuestRequest<'a> {
-    buf.clear();
-    encode_head(req, buf);
-    let split = buf.len();
-    encode_headers_into(&req.headers, buf);
-    let (head, headers) = buf.split_at(split);
+    let (head, headers) = encode_request(req, buf);
     GuestRequest {
         head,
         headers,
         body: &req.body,
     }
+}
+
+/// The `head` and `headers` blobs of a request, encoded into `buf`.
+pub(super) fn encode_request<'a>(req: &Request, buf: &'a mut Vec<u8>) -> (&'a [u8], &'a [u8]) {
+    buf.clear();
+    encode_head(req, buf);
+    let split = buf.len();
+    encode_headers_into(&req.headers, buf);
+    buf.split_at(split)
 }
 
 fn encode_head(req: &Request, out: &mut Vec<u8>) {
@@ -39,9 +44,20 @@ fn encode_head(req: &Request, out: &mut Vec<u8>) {
     ];
     let size: usize = fields.iter().map(|(k, v)| k.len() + v.len() + 10).sum();
     out.reserve(size + 1);
-    write(rmp::encode::write_map_len(out, fields.len() as u32));
+    let len = fields.len() + req.metadata.len();
+    write(rmp::encode::write_map_len(out, len as u32));
     for (key, value) in fields {
         write(rmp::encode::write_str(out, key));
+        write(rmp::encode::write_str(out, value));
+    }
+    // Filter metadata as `meta.KEY` string entries: every value in the head
+    // stays a string, so guests' decoders need nothing new.
+    let mut key = String::new();
+    for (name, value) in &req.metadata {
+        key.clear();
+        key.push_str("meta.");
+        key.push_str(name);
+        write(rmp::encode::write_str(out, &key));
         write(rmp::encode::write_str(out, value));
     }
 }
@@ -76,7 +92,7 @@ fn write<T, E: std::fmt::Debug>(result: Result<T, E>) {
 }
 
 /// Headers the host owns: a guest's value for these is dropped.
-fn host_owned(name: &HeaderName) -> bool {
+pub(super) fn host_owned(name: &HeaderName) -> bool {
     use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, UPGRADE};
     name == CONTENT_LENGTH
         || name == TRANSFER_ENCODING
@@ -223,6 +239,13 @@ mod tests {
         assert_eq!(value["affinity"], "s1");
         assert_eq!(value["client"], "");
         assert_eq!(value["id"], &*req.id);
+        req.metadata = vec![("auth.sub".into(), "alice".into())];
+        head.clear();
+        encode_head(&req, &mut head);
+        let value: std::collections::BTreeMap<String, String> =
+            rmp_serde::from_slice(&head).unwrap();
+        assert_eq!(value["meta.auth.sub"], "alice");
+        assert_eq!(value.len(), 7);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod cache;
 mod call;
 mod convert;
 mod engine;
+mod filter;
 mod state;
 
 use sha2::Digest;
@@ -19,6 +20,7 @@ pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
 pub use call::{AgentImage, CallError, Live};
 pub use convert::{decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings};
+pub use filter::{FilterImage, FilterLive, verdict_from_guest};
 pub use state::{GuestIdentity, GuestState};
 
 use crate::config::Limits;
@@ -42,7 +44,13 @@ impl World {
 /// A component that compiled and type-checked against one of Wharf's worlds.
 pub enum Prepared {
     Agent(AgentPres),
-    Filter(bindings::FilterPre<GuestState>),
+    Filter(FilterPres),
+}
+
+/// A filter pre-instantiated against both linkers, as for agents.
+pub struct FilterPres {
+    sync: bindings::FilterPre<GuestState>,
+    asynchronous: bindings::FilterPre<GuestState>,
 }
 
 /// An agent pre-instantiated against both linkers: the synchronous one (load
@@ -165,7 +173,14 @@ impl Runtime {
             Err(e) => e,
         };
         let as_filter = match bindings::FilterPre::new(pre) {
-            Ok(filter) => return Ok(Prepared::Filter(filter)),
+            Ok(sync) => {
+                let asynchronous = self
+                    .linker_async
+                    .instantiate_pre(component)
+                    .and_then(bindings::FilterPre::new)
+                    .map_err(|e| format!("it cannot be linked for async calls: {e:#}"))?;
+                return Ok(Prepared::Filter(FilterPres { sync, asynchronous }));
+            }
             Err(e) => e,
         };
         Err(format!(
@@ -181,6 +196,24 @@ impl Runtime {
         limits: Limits,
     ) -> AgentImage {
         AgentImage::new(
+            self.engine.clone(),
+            pres.sync,
+            pres.asynchronous,
+            identity,
+            limits,
+        )
+    }
+}
+
+impl Runtime {
+    /// A filter ready to run, with its identity and limits.
+    pub fn filter_image(
+        &self,
+        pres: FilterPres,
+        identity: GuestIdentity,
+        limits: Limits,
+    ) -> FilterImage {
+        FilterImage::new(
             self.engine.clone(),
             pres.sync,
             pres.asynchronous,

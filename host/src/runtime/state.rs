@@ -14,11 +14,15 @@ use super::bindings::{Host, Level};
 /// Longest guest log message kept; longer ones are cut at a char boundary.
 const MAX_LOG_MESSAGE: usize = 4096;
 
-/// What a guest may know about itself: its name and its config values.
+/// What a guest may know about itself: its name and its config values;
+/// and the one capability a filter may be granted: a directory it reads.
 #[derive(Debug, Default)]
 pub struct GuestIdentity {
     pub name: String,
     pub values: Arc<BTreeMap<String, String>>,
+    /// A host directory the guest sees read-only at `/files` (a filter's
+    /// rule files, say); none for every other guest.
+    pub files: Option<std::path::PathBuf>,
 }
 
 /// The data of one [`wasmtime::Store`].
@@ -26,6 +30,9 @@ pub struct GuestState {
     identity: Arc<GuestIdentity>,
     /// Request id the current call serves, for log attribution.
     pub(crate) request_id: Option<Arc<str>>,
+    /// Config values for the current call's route, consulted before the
+    /// guest's own (a filter configured per agent).
+    pub(crate) route_values: Option<Arc<BTreeMap<String, String>>>,
     pub(crate) limiter: MemoryLimiter,
     /// When the current call must end; checked at every epoch tick.
     pub(crate) deadline_at: Instant,
@@ -40,6 +47,7 @@ impl GuestState {
         GuestState {
             identity,
             request_id: None,
+            route_values: None,
             limiter: MemoryLimiter::new(memory_limit),
             deadline_at: Instant::now(),
             may_yield: false,
@@ -49,15 +57,23 @@ impl GuestState {
     }
 }
 
-/// The sandbox: no preopened directories, no environment, no arguments,
-/// no sockets or name lookups, stdio closed. Only what WASI needs for a
-/// component to instantiate (clocks, random) remains.
-fn sandboxed_wasi() -> WasiCtx {
+/// The sandbox: no environment, no arguments, no sockets or name lookups,
+/// stdio closed, and no preopened directory unless the configuration
+/// granted this guest one (read-only, at `/files`). Only what WASI needs
+/// for a component to instantiate (clocks, random) remains.
+fn sandboxed_wasi(identity: &GuestIdentity) -> WasiCtx {
     let mut builder = WasiCtx::builder();
     builder
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false);
+    if let Some(dir) = &identity.files {
+        let read_only = wasmtime_wasi::FsPerms::ReadOnly;
+        if let Err(err) = builder.preopened_dir(dir, "/files", read_only) {
+            // Checked at load time; a directory removed since is logged.
+            tracing::warn!(guest = %identity.name, dir = %dir.display(), error = %err, "cannot open the granted directory");
+        }
+    }
     builder.build()
 }
 
@@ -66,7 +82,9 @@ impl WasiView for GuestState {
         // Built on first use: most calls never touch WASI, and building a
         // context (random state, clocks) costs more than the call itself.
         WasiCtxView {
-            ctx: self.wasi.get_or_insert_with(sandboxed_wasi),
+            ctx: self
+                .wasi
+                .get_or_insert_with(|| sandboxed_wasi(&self.identity)),
             table: &mut self.table,
         }
     }
@@ -87,7 +105,11 @@ impl Host for GuestState {
     }
 
     fn config(&mut self, key: String) -> Option<String> {
-        self.identity.values.get(&key).cloned()
+        self.route_values
+            .as_ref()
+            .and_then(|values| values.get(&key))
+            .or_else(|| self.identity.values.get(&key))
+            .cloned()
     }
 }
 

@@ -27,6 +27,10 @@ const RUST: &[Template] = &[
         "wharf-guest/src/lib.rs",
         include_str!("../../../guests/wharf-guest/src/lib.rs"),
     ),
+    (
+        "wharf-guest/src/filter.rs",
+        include_str!("../../../guests/wharf-guest/src/filter.rs"),
+    ),
 ];
 const C: &[Template] = &[
     ("build.sh", include_str!("templates/c.build.sh")),

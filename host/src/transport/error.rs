@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use http::HeaderValue;
 
+use crate::filter::{FailureKind, FilterFailure};
+use crate::pipeline::PipelineError;
+use crate::request::BodyError;
 use crate::router::RouteError;
 use crate::runtime::CallError;
 
@@ -54,6 +57,60 @@ impl ApiError {
             "body_too_large",
             format!("the request body exceeds this agent's limit of {limit} bytes"),
         )
+    }
+}
+
+impl From<&PipelineError> for ApiError {
+    fn from(err: &PipelineError) -> Self {
+        use StatusCode as S;
+        match err {
+            PipelineError::AgentNotFound(name) => ApiError::agent_not_found(name),
+            PipelineError::Body(BodyError::TooLarge(limit)) => ApiError::body_too_large(*limit),
+            PipelineError::Body(BodyError::Unreadable) => ApiError::new(
+                S::BAD_REQUEST,
+                "body_unreadable",
+                "the request body could not be read",
+            ),
+            PipelineError::Route(route) => ApiError::from(route),
+            PipelineError::Filter(FilterFailure::BodyTooLarge {
+                filter,
+                limit,
+                what,
+            }) => {
+                if *what == "request" {
+                    ApiError::new(
+                        S::PAYLOAD_TOO_LARGE,
+                        "body_too_large",
+                        format!(
+                            "the request body exceeds filter `{filter}`'s limit of {limit} bytes"
+                        ),
+                    )
+                } else {
+                    ApiError::new(
+                        S::BAD_GATEWAY,
+                        "response_too_large",
+                        format!(
+                            "the response body exceeds filter `{filter}`'s limit of {limit} bytes"
+                        ),
+                    )
+                }
+            }
+            PipelineError::Filter(FilterFailure::Failed { filter, kind, .. }) => {
+                if *kind == FailureKind::Deadline {
+                    ApiError::new(
+                        S::GATEWAY_TIMEOUT,
+                        "filter_deadline",
+                        format!("filter `{filter}` did not answer within its deadline"),
+                    )
+                } else {
+                    ApiError::new(
+                        S::SERVICE_UNAVAILABLE,
+                        "filter_failed",
+                        format!("filter `{filter}` failed"),
+                    )
+                }
+            }
+        }
     }
 }
 
@@ -104,7 +161,7 @@ impl From<&RouteError> for ApiError {
             CallError::Trap(_) | CallError::Instantiate(_) => {
                 ApiError::new(S::INTERNAL_SERVER_ERROR, "agent_failed", "the agent failed")
             }
-            CallError::InvalidResponse(_) => ApiError::new(
+            CallError::InvalidResponse(_) | CallError::InvalidVerdict(_) => ApiError::new(
                 S::BAD_GATEWAY,
                 "invalid_response",
                 "the agent returned an invalid response",
@@ -149,6 +206,44 @@ mod tests {
         assert!(!api.message.contains("secret"));
         let err = RouteError::Call(CallError::Internal("db password".into()));
         assert!(!ApiError::from(&err).message.contains("password"));
+    }
+
+    #[test]
+    fn pipeline_errors_agree_with_their_statuses() {
+        let cases = [
+            PipelineError::AgentNotFound("x".into()),
+            PipelineError::Body(BodyError::TooLarge(5)),
+            PipelineError::Body(BodyError::Unreadable),
+            PipelineError::Route(RouteError::Overloaded),
+            PipelineError::Filter(FilterFailure::BodyTooLarge {
+                filter: "f".into(),
+                limit: 1,
+                what: "request",
+            }),
+            PipelineError::Filter(FilterFailure::BodyTooLarge {
+                filter: "f".into(),
+                limit: 1,
+                what: "response",
+            }),
+            PipelineError::Filter(FilterFailure::Failed {
+                filter: "f".into(),
+                phase: "request_headers",
+                kind: FailureKind::Deadline,
+            }),
+            PipelineError::Filter(FilterFailure::Failed {
+                filter: "f".into(),
+                phase: "request_headers",
+                kind: FailureKind::Trap,
+            }),
+        ];
+        let statuses: Vec<u16> = cases
+            .iter()
+            .map(|e| ApiError::from(e).status.as_u16())
+            .collect();
+        assert_eq!(statuses, [404, 413, 400, 503, 413, 502, 504, 503]);
+        for err in &cases {
+            assert_eq!(ApiError::from(err).status.as_u16(), err.status());
+        }
     }
 
     #[test]

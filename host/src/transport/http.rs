@@ -98,15 +98,25 @@ async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Value> {
             "size": entry.origin.size,
             "card": entry.card,
             "health": health_summary(route),
+            "filters": state.pipeline.chain_names(&entry.origin.name),
         })
     });
     let filters = snapshot.filters.values().map(|f| {
         json!({
-            "name": f.name,
-            "world": f.world,
-            "digest": f.digest,
-            "size": f.size,
+            "name": f.origin.name,
+            "world": f.origin.world,
+            "digest": f.origin.digest,
+            "size": f.origin.size,
             "card": Value::Null,
+            "phases": f.phases.names(),
+            "mode": match f.policy.mode {
+                crate::config::FilterMode::Enforce => "enforce",
+                crate::config::FilterMode::Detect => "detect",
+            },
+            "failure": match f.policy.failure {
+                crate::config::Failure::Closed => "closed",
+                crate::config::Failure::Open => "open",
+            },
         })
     });
     Json(Value::Array(agents.chain(filters).collect()))
@@ -202,26 +212,21 @@ async fn handle(
     client: Option<SocketAddr>,
     req: HttpRequest,
 ) -> Result<Response, ApiError> {
-    let route = state
-        .pipeline
-        .lookup(name)
-        .ok_or_else(|| ApiError::agent_not_found(name))?;
-    let limit = route.core.policy.limits.request_body;
     let (parts, body) = req.into_parts();
-    let body = read_body(body, limit).await?;
-    let affinity = route.affinity_key(&parts.headers);
-
     let request = Request {
         path: path_below_agent(parts.uri.path()),
         query: parts.uri.query().unwrap_or("").to_string(),
         method: parts.method,
         headers: parts.headers,
-        body,
+        body: bytes::Bytes::new(),
         id,
         client,
-        affinity,
+        affinity: None,
+        metadata: Vec::new(),
     };
-    match state.pipeline.dispatch(&route, request).await {
+    // Read only when the pipeline asks: after the request-headers filters.
+    let body = request::Body::Deferred(Box::new(move |limit| Box::pin(read_body(body, limit))));
+    match state.pipeline.handle(name, request, body).await {
         Ok(resp) => {
             let mut out = Response::new(Body::from(resp.body));
             *out.status_mut() = resp.status;
@@ -231,27 +236,23 @@ async fn handle(
         Err(err) => {
             let api = ApiError::from(&err);
             if api.status.is_server_error() {
-                tracing::warn!(status = api.status.as_u16(), error = %err, "agent call failed");
+                tracing::warn!(status = api.status.as_u16(), error = %err, "request failed");
             } else {
-                tracing::debug!(status = api.status.as_u16(), error = %err, "agent refused the request");
+                tracing::debug!(status = api.status.as_u16(), error = %err, "request refused");
             }
             Err(api)
         }
     }
 }
 
-/// Collects the body, refusing it with 413 past `limit` (declared or actual).
-async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+/// Collects the body, refusing it past `limit` (declared or actual).
+async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, request::BodyError> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(ApiError::body_too_large(limit))
+            Err(request::BodyError::TooLarge(limit))
         }
-        Err(_) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "body_unreadable",
-            "the request body could not be read",
-        )),
+        Err(_) => Err(request::BodyError::Unreadable),
     }
 }
 

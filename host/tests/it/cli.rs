@@ -55,7 +55,7 @@ fn inspect_reports_world_digest_imports_and_exports() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("world:   agent"), "{text}");
     assert!(text.contains("digest:  sha256:"), "{text}");
-    assert!(text.contains("wharf:plugin/host@0.1.0"), "{text}");
+    assert!(text.contains("wharf:plugin/host@0.2.0"), "{text}");
     assert!(text.contains("handle"), "{text}");
 
     let out = wharf()
@@ -81,7 +81,8 @@ fn inspect_reports_world_digest_imports_and_exports() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_with_agents_and_listen_serves_exactly_that_directory() {
-    let dir = agents_dir(&["echo", "trap"]);
+    // The embedded default's chain names the shipped `headers` and `waf`.
+    let dir = agents_dir(&["echo", "trap", "headers", "waf"]);
     let port = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         probe.local_addr().unwrap().port()
@@ -95,7 +96,7 @@ async fn serve_with_agents_and_listen_serves_exactly_that_directory() {
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(empty.path().join("stderr")).unwrap())
         .spawn()
         .unwrap();
     let _guard = KillOnDrop(child);
@@ -119,11 +120,36 @@ async fn serve_with_agents_and_listen_serves_exactly_that_directory() {
         .iter()
         .map(|a| a["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["echo", "trap"]);
-    assert_eq!(
-        post(&format!("{base}/agents/echo"), "hello").await.text(),
-        "hello"
+    assert_eq!(names, ["echo", "trap", "headers", "waf"]);
+    let reply = post(&format!("{base}/agents/echo"), "hello").await;
+    assert_eq!(reply.text(), "hello");
+    assert_eq!(reply.headers["x-content-type-options"], "nosniff");
+
+    // The embedded default runs its filter chain: an SQL injection gets a
+    // JSON 403 naming the rule, and the audit line goes to stderr.
+    let reply = get(&format!("{base}/agents/echo?q=1%27%20OR%20%271%27=%271")).await;
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    let rules = reply.json()["error"]["rule_ids"].clone();
+    assert!(
+        rules.as_array().unwrap().contains(&"910400".into()),
+        "{rules}"
     );
+    let id = reply.headers["x-request-id"].to_str().unwrap().to_string();
+    let mut audit = None;
+    for _ in 0..200 {
+        let text = std::fs::read_to_string(empty.path().join("stderr")).unwrap();
+        audit = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|l| l["request_id"] == id.as_str());
+        if audit.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let audit = audit.expect("an audit line on stderr");
+    assert_eq!(audit["verdicts"][0]["filter"], "waf");
+    assert_eq!(audit["status"], 403);
 }
 
 /// Kills the server even when an assertion fails.

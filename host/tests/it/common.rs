@@ -73,6 +73,10 @@ pub fn config(dir: &Path, kdl: &str) -> Config {
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.agents_dir = dir.to_path_buf();
     config.cache = Cache::Dir(test_cache_dir());
+    if !kdl.contains("audit") {
+        // Tests that read the audit log name a file; the rest keep stderr quiet.
+        config.audit = wharf::config::AuditSink::Off;
+    }
     config
 }
 

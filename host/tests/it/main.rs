@@ -2,15 +2,19 @@
 //! guest components built from `guests/` (by `scripts/build-guests.sh`,
 //! run once per test binary).
 
+mod auth;
 mod cache;
 mod cli;
 mod common;
 mod config_golden;
 mod faults;
+mod filters;
 mod hazards;
+mod headers;
 mod http;
 mod lang;
 mod registry;
 mod routing;
 mod runtime;
 mod scaffold;
+mod waf;

@@ -1,0 +1,271 @@
+//! The shipped `auth` policy over real sockets, with tokens signed by a
+//! real JWT library (jsonwebtoken) with HS256, RS256, ES256 and EdDSA
+//! keys: valid tokens pass with their claims as metadata, every way a token
+//! can be wrong is a 401 with `WWW-Authenticate`, API keys are checked
+//! against their stored hashes, and the credential does not reach the agent.
+
+use std::path::Path;
+
+use http::Method;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use serde_json::json;
+
+use crate::common::*;
+
+fn key_file(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/jwt")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn signing_key(alg: Algorithm) -> EncodingKey {
+    match alg {
+        Algorithm::HS256 => EncodingKey::from_secret(b"a shared secret of decent length"),
+        Algorithm::RS256 => EncodingKey::from_rsa_pem(&key_file("rsa.key")).unwrap(),
+        Algorithm::ES256 => EncodingKey::from_ec_pem(&key_file("ec.key")).unwrap(),
+        Algorithm::EdDSA => EncodingKey::from_ed_pem(&key_file("ed.key")).unwrap(),
+        other => panic!("no test key for {other:?}"),
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn token(alg: Algorithm, kid: Option<&str>, claims: serde_json::Value) -> String {
+    let mut header = Header::new(alg);
+    header.kid = kid.map(str::to_string);
+    encode(&header, &claims, &signing_key(alg)).unwrap()
+}
+
+fn good_claims() -> serde_json::Value {
+    json!({ "sub": "alice", "iss": "https://issuer.example", "aud": "wharf", "exp": now() + 600, "scope": "read write" })
+}
+
+/// A JWKS with the EC and Ed25519 public keys (by kid); the RSA key comes
+/// as a PEM and the HS256 secret as a string.
+fn jwks() -> String {
+    let ec = Jwk::from_encoding_key(&signing_key(Algorithm::ES256), Algorithm::ES256).unwrap();
+    let ed = Jwk::from_encoding_key(&signing_key(Algorithm::EdDSA), Algorithm::EdDSA).unwrap();
+    let mut keys = Vec::new();
+    for (mut jwk, kid) in [(ec, "ec-1"), (ed, "ed-1")] {
+        jwk.common.key_id = Some(kid.into());
+        keys.push(jwk);
+    }
+    serde_json::to_string(&JwkSet { keys }).unwrap()
+}
+
+fn kdl_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+async fn auth_server(dir: &Path) -> Server {
+    // sha256("k-123") for the API key `ci`.
+    let text = format!(
+        r#"filters "auth"
+filter "auth" {{
+    config {{
+        secret "a shared secret of decent length"
+        public-key {}
+        jwks {}
+        issuer "https://issuer.example"
+        audience "wharf"
+        leeway 5
+        api-keys "ci:{}"
+    }}
+}}
+"#,
+        kdl_string(&String::from_utf8(key_file("rsa.pub")).unwrap()),
+        kdl_string(&jwks()),
+        sha256_hex(b"k-123"),
+    );
+    Server::start(config(dir, &text)).await
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+async fn with_bearer(server: &Server, token: &str) -> Reply {
+    let value = format!("Bearer {token}");
+    send(
+        &client(),
+        Method::GET,
+        &server.url("/agents/mirror"),
+        &[("authorization", &value)],
+        "",
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn valid_tokens_of_every_algorithm_pass_with_their_claims() {
+    let dir = agents_dir(&["mirror", "auth"]);
+    let server = auth_server(dir.path()).await;
+    for (alg, kid) in [
+        (Algorithm::HS256, None),
+        (Algorithm::RS256, None),
+        (Algorithm::ES256, Some("ec-1")),
+        (Algorithm::EdDSA, Some("ed-1")),
+    ] {
+        let reply = with_bearer(&server, &token(alg, kid, good_claims())).await;
+        assert_eq!(reply.status, 200, "{alg:?}: {}", reply.text());
+        let seen = reply.json();
+        assert_eq!(seen["meta"]["auth.sub"], "alice", "{alg:?}");
+        assert_eq!(seen["meta"]["auth.scope"], "read write");
+        assert_eq!(seen["meta"]["auth.method"], "jwt");
+        assert!(
+            seen["headers"].get("authorization").is_none(),
+            "the credential stops at the filter"
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_wrong_token_is_a_401_with_a_challenge() {
+    let dir = agents_dir(&["mirror", "auth"]);
+    let server = auth_server(dir.path()).await;
+    let claims = |patch: serde_json::Value| {
+        let mut c = good_claims();
+        c.as_object_mut()
+            .unwrap()
+            .extend(patch.as_object().unwrap().clone());
+        c
+    };
+    let other_secret = encode(
+        &Header::new(Algorithm::HS256),
+        &good_claims(),
+        &EncodingKey::from_secret(b"wrong"),
+    )
+    .unwrap();
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "expired",
+            token(Algorithm::RS256, None, claims(json!({ "exp": now() - 60 }))),
+            "jwt-expired",
+        ),
+        (
+            "not yet valid",
+            token(
+                Algorithm::RS256,
+                None,
+                claims(json!({ "nbf": now() + 600 })),
+            ),
+            "jwt-not-yet-valid",
+        ),
+        (
+            "wrong issuer",
+            token(
+                Algorithm::HS256,
+                None,
+                claims(json!({ "iss": "https://evil.example" })),
+            ),
+            "jwt-issuer",
+        ),
+        (
+            "wrong audience",
+            token(
+                Algorithm::ES256,
+                Some("ec-1"),
+                claims(json!({ "aud": "other" })),
+            ),
+            "jwt-audience",
+        ),
+        ("wrong key", other_secret, "jwt-signature"),
+        (
+            "unknown kid",
+            token(Algorithm::ES256, Some("nope"), good_claims()),
+            "jwt-unknown-key",
+        ),
+        ("garbage", "not.a.token".to_string(), "jwt-malformed"),
+    ];
+    for (what, token, rule) in cases {
+        let reply = with_bearer(&server, &token).await;
+        assert_eq!(reply.status, 401, "{what}: {}", reply.text());
+        let challenge = reply.headers["www-authenticate"].to_str().unwrap();
+        assert!(
+            challenge.starts_with("Bearer realm=\"wharf\""),
+            "{what}: {challenge}"
+        );
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+        assert_eq!(reply.error_code(), "unauthorized", "{what}");
+        let metrics = get(&server.url("/metrics")).await.text();
+        assert!(
+            metrics.contains(&format!("rule=\"{rule}\"")),
+            "{what}: rule {rule} not counted"
+        );
+    }
+    // Within the leeway an expired token still passes.
+    let reply = with_bearer(
+        &server,
+        &token(Algorithm::RS256, None, claims(json!({ "exp": now() - 2 }))),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    // No credentials at all: a bare challenge.
+    let reply = get(&server.url("/agents/mirror")).await;
+    assert_eq!(reply.status, 401);
+    assert_eq!(reply.headers["www-authenticate"], "Bearer realm=\"wharf\"");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn api_keys_match_their_stored_hashes_and_auth_refuses_before_the_upload() {
+    let dir = agents_dir(&["mirror", "auth"]);
+    let server = auth_server(dir.path()).await;
+    let url = server.url("/agents/mirror");
+    let reply = send(
+        &client(),
+        Method::POST,
+        &url,
+        &[("x-api-key", "k-123")],
+        "payload",
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let seen = reply.json();
+    assert_eq!(seen["meta"]["auth.key"], "ci");
+    assert!(seen["headers"].get("x-api-key").is_none());
+    let reply = send(
+        &client(),
+        Method::POST,
+        &url,
+        &[("x-api-key", "k-124")],
+        "payload",
+    )
+    .await;
+    assert_eq!(reply.status, 401);
+
+    // A refused request's body is never read: a 100 MiB upload declared in
+    // its head is answered 401 at once, not 413 after the upload.
+    let mut stream = tokio::net::TcpStream::connect(
+        url.trim_start_matches("http://").split('/').next().unwrap(),
+    )
+    .await
+    .unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream
+        .write_all(b"POST /agents/mirror HTTP/1.1\r\nhost: x\r\ncontent-length: 104857600\r\n\r\n")
+        .await
+        .unwrap();
+    let mut head = vec![0u8; 512];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut head))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&head[..n]);
+    assert!(text.starts_with("HTTP/1.1 401"), "{text}");
+    server.stop().await;
+}

@@ -1,0 +1,259 @@
+//! The shipped `waf` policy over real sockets: the attack corpus blocked
+//! in the query and in a form body, the clean corpus served, the answer
+//! and the audit line naming the rules, rule files read from the granted
+//! directory only, and paranoia levels.
+
+use std::path::Path;
+
+use http::Method;
+
+use crate::common::*;
+
+fn corpus(name: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus")
+        .join(name);
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+async fn waf_server(dir: &Path, extra: &str) -> Server {
+    let text = format!(
+        "filters \"waf\"\naudit \"{}\"\n{extra}",
+        dir.join("audit.jsonl").display()
+    );
+    Server::start(config(dir, &text)).await
+}
+
+const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_baseline_blocks_the_attack_corpus_and_serves_the_clean_one() {
+    let dir = agents_dir(&["mirror", "waf"]);
+    let server = waf_server(dir.path(), "").await;
+    let client = client();
+    let mut missed = Vec::new();
+    for attack in corpus("attacks.txt") {
+        let url = server.url(&format!("/agents/mirror?q={}", encode(&attack)));
+        let reply = send(&client, Method::GET, &url, &[], "").await;
+        let form = format!("q={}", encode(&attack));
+        let posted = send(
+            &client,
+            Method::POST,
+            &server.url("/agents/mirror"),
+            &[FORM],
+            form,
+        )
+        .await;
+        if reply.status != 403 || posted.status != 403 {
+            missed.push(format!(
+                "{attack:?}: query {} form {}",
+                reply.status, posted.status
+            ));
+            continue;
+        }
+        let body = reply.json();
+        assert_eq!(body["error"]["code"], "blocked");
+        assert!(
+            !body["error"]["rule_ids"].as_array().unwrap().is_empty(),
+            "{body}"
+        );
+    }
+    assert!(
+        missed.is_empty(),
+        "attacks not blocked:\n{}",
+        missed.join("\n")
+    );
+    let mut refused = Vec::new();
+    for clean in corpus("clean.txt") {
+        let url = server.url(&format!("/agents/mirror?q={}", encode(&clean)));
+        let reply = send(&client, Method::GET, &url, &[], "").await;
+        let form = format!("q={}", encode(&clean));
+        let posted = send(
+            &client,
+            Method::POST,
+            &server.url("/agents/mirror"),
+            &[FORM],
+            form,
+        )
+        .await;
+        if reply.status != 200 || posted.status != 200 {
+            refused.push(format!(
+                "{clean:?}: query {} form {} {}",
+                reply.status,
+                posted.status,
+                reply.text()
+            ));
+        }
+    }
+    assert!(
+        refused.is_empty(),
+        "clean inputs refused:\n{}",
+        refused.join("\n")
+    );
+    for known in corpus("false-positives.txt") {
+        let url = server.url(&format!("/agents/mirror?q={}", encode(&known)));
+        let reply = send(&client, Method::GET, &url, &[], "").await;
+        assert_eq!(
+            reply.status, 403,
+            "{known:?} is no longer a false positive: update the corpus"
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_block_names_the_rule_in_the_answer_the_audit_and_the_metrics() {
+    let dir = agents_dir(&["echo", "waf"]);
+    let server = waf_server(dir.path(), "").await;
+    let url = server.url("/agents/echo?q=1%27%20OR%20%271%27=%271");
+    let reply = get(&url).await;
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    let body = reply.json();
+    assert!(
+        body["error"]["rule_ids"]
+            .as_array()
+            .unwrap()
+            .contains(&"910400".into()),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("SQL injection")
+    );
+    let audit = dir.path().join("audit.jsonl");
+    let line = wait_for_line(&audit).await;
+    let v = &line["verdicts"][0];
+    assert_eq!(
+        (v["filter"].as_str(), v["decision"].as_str()),
+        (Some("waf"), Some("block"))
+    );
+    assert!(v["rule_ids"].as_array().unwrap().contains(&"910400".into()));
+    assert!(
+        v["tags"]
+            .as_array()
+            .unwrap()
+            .contains(&"attack-sqli".into())
+    );
+    assert_eq!(
+        line["request_id"],
+        reply.headers["x-request-id"].to_str().unwrap()
+    );
+    let metrics = get(&server.url("/metrics")).await.text();
+    assert!(
+        metrics.contains(r#"wharf_filter_rule_hits_total{filter="waf",rule="910400"} 1"#),
+        "{metrics}"
+    );
+
+    // A scanner's user agent scores in phase 1 and is blocked in phase 2.
+    let reply = send(
+        &client(),
+        Method::GET,
+        &server.url("/agents/echo"),
+        &[("user-agent", "sqlmap/1.7")],
+        "",
+    )
+    .await;
+    assert_eq!(reply.status, 403);
+    assert!(
+        reply.json()["error"]["rule_ids"]
+            .as_array()
+            .unwrap()
+            .contains(&"910100".into())
+    );
+    // A clean request passes.
+    assert_eq!(
+        post(&server.url("/agents/echo"), "fine").await.text(),
+        "fine"
+    );
+    server.stop().await;
+}
+
+async fn wait_for_line(path: &Path) -> serde_json::Value {
+    for _ in 0..500 {
+        if let Some(line) = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .next()
+        {
+            return serde_json::from_str(line).unwrap();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("no audit line in {}", path.display());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rule_files_come_from_the_granted_directory_and_paranoia_is_per_route() {
+    let dir = agents_dir(&["echo", "mirror", "waf"]);
+    let rules = tempfile::tempdir().unwrap();
+    std::fs::write(
+        rules.path().join("custom.conf"),
+        "SecRuleEngine On\nSecRule ARGS:q \"@streq forbidden\" \"id:5001,phase:2,deny,status:451,msg:'custom rule'\"\n",
+    )
+    .unwrap();
+    let baseline =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/waf/rules/wharf-baseline.conf");
+    std::fs::copy(baseline, rules.path().join("baseline.conf")).unwrap();
+    let extra = format!(
+        r#"filter "waf" {{
+    files "{}"
+    config {{ rules "custom.conf" }}
+}}
+agent "mirror" {{
+    filter-config "waf" {{ rules "baseline.conf"; paranoia 2 }}
+}}
+"#,
+        rules.path().display()
+    );
+    let server = waf_server(dir.path(), &extra).await;
+    let reply = get(&server.url("/agents/echo?q=forbidden")).await;
+    assert_eq!(reply.status, 451, "{}", reply.text());
+    assert_eq!(reply.json()["error"]["rule_ids"][0], "5001");
+    // The custom file has no SQL rules; the mirror route runs the baseline
+    // at paranoia 2, where SQL keywords in prose count too.
+    let sql = "/?q=union%20select%20name%20from%20t";
+    assert_eq!(
+        get(&server.url(&format!("/agents/echo{sql}"))).await.status,
+        200
+    );
+    let reply = get(&server.url(&format!("/agents/mirror{sql}"))).await;
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    assert!(
+        reply.json()["error"]["rule_ids"]
+            .as_array()
+            .unwrap()
+            .contains(&"910401".into())
+    );
+    server.stop().await;
+
+    // A rule file outside the granted directory cannot be read: the filter
+    // fails, closed (503), and the host keeps serving other routes.
+    let extra = format!(
+        "filter \"waf\" {{\n  files \"{}\"\n  config {{ rules \"../../etc/passwd\" }}\n}}\nagent \"echo\" {{ filters #false }}\n",
+        rules.path().display()
+    );
+    let server = waf_server(dir.path(), &extra).await;
+    let reply = get(&server.url("/agents/mirror")).await;
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    assert_eq!(reply.error_code(), "filter_failed");
+    assert_eq!(post(&server.url("/agents/echo"), "up").await.text(), "up");
+    server.stop().await;
+}
