@@ -65,18 +65,18 @@ build_go() { # NAME
     "$WHARF_BIN" componentize "$dir/core.wasm" --out "$out/$name-go.wasm" >/dev/null
 }
 
-build_py() { # NAME
-    local name="$1"
+build_py() { # NAME [WORLD]
+    local name="$1" world="${2:-agent}"
     stale "$out/$name-py.wasm" "$root/guests/python/$name" "$root/guests/python/wharf_guest.py" || return 0
-    "$root/target/toolchains/python/bin/componentize-py" -d "$wit" -w agent componentize app \
+    "$root/target/toolchains/python/bin/componentize-py" -d "$wit" -w "$world" componentize app \
         -p "$root/guests/python/$name" -p "$root/guests/python" -o "$out/$name-py.wasm" >/dev/null
 }
 
-build_js() { # NAME
-    local name="$1" js="$root/guests/js"
+build_js() { # NAME [WORLD]
+    local name="$1" world="${2:-agent}" js="$root/guests/js"
     stale "$out/$name-js.wasm" "$js/$name" "$js/wharf-guest.js" || return 0
     (cd "$js" && "$root/target/toolchains/js/node_modules/.bin/componentize-js" "$name/app.js" \
-        --wit "$wit" --world-name agent \
+        --wit "$wit" --world-name "$world" \
         --disable http --disable fetch-event -o "$out/$name-js.wasm" >/dev/null)
 }
 
@@ -86,4 +86,7 @@ for name in echo classify; do
     build_py "$name"
     build_js "$name"
 done
+# Filters (the `filter` world) in Python and JavaScript.
+build_py filter filter
+build_js filter filter
 echo "$root/target/guests/wasm32-wasip2/release"

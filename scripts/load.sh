@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# HTTP load on loopback: Wharf (echo agent, fresh and warm) against the bare
-# hyper echo ceiling (examples/bare_echo.rs), 1 KiB POST bodies.
+# HTTP load on loopback: Wharf (echo agent, fresh and warm; warm with the
+# `headers` + `auth` filter chain; warm with the `waf` baseline) against the
+# bare hyper echo ceiling (examples/bare_echo.rs), 1 KiB POST bodies.
 #   c=50 for 20 s: requests per second; c=1 for 10 s: p50/p99 latency.
 # Installs wrk from Debian when missing. Prints a Markdown table.
 set -euo pipefail
@@ -16,19 +17,53 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/agents"
 cp "$guests/echo.wasm" "$work/agents/echo.wasm"
 cp "$guests/echo.wasm" "$work/agents/warm.wasm"
+cp "$guests/echo.wasm" "$work/agents/chain.wasm"
+cp "$guests/echo.wasm" "$work/agents/waf-echo.wasm"
+cp "$guests/auth.wasm" "$guests/headers.wasm" "$guests/waf.wasm" "$work/agents/"
 cat > "$work/wharf.kdl" <<'KDL'
 listen "127.0.0.1:9002"
 agents "agents"
+audit #false
 agent "warm" {
     instances { mode "warm"; max 4 }
 }
+filter "auth" {
+    instances { mode "warm"; max 4 }
+    config { secret "load test secret" }
+}
+filter "headers" {
+    instances { mode "warm"; max 4 }
+}
+filter "waf" {
+    instances { mode "warm"; max 4 }
+}
+agent "chain" {
+    instances { mode "warm"; max 4 }
+    filters "headers" "auth"
+}
+agent "waf-echo" {
+    instances { mode "warm"; max 4 }
+    filters "waf"
+}
 KDL
+# An HS256 token for the auth filter, valid for a day.
+token=$(python3 - <<'PY'
+import base64, hashlib, hmac, json, time
+b = lambda d: base64.urlsafe_b64encode(d).rstrip(b"=")
+head = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+body = b(json.dumps({"sub": "load", "exp": int(time.time()) + 86400}).encode())
+sig = b(hmac.new(b"load test secret", head + b"." + body, hashlib.sha256).digest())
+print((head + b"." + body + b"." + sig).decode())
+PY
+)
 head -c 1024 /dev/zero | tr '\0' 'x' > "$work/body"
 cat > "$work/post.lua" <<LUA
 wrk.method = "POST"
 local f = io.open("$work/body", "rb")
 wrk.body = f:read("*a")
 f:close()
+wrk.headers["authorization"] = "Bearer $token"
+wrk.headers["content-type"] = "application/octet-stream"
 LUA
 
 RUST_LOG=warn target/release/examples/bare-echo 127.0.0.1:9001 &
@@ -46,10 +81,16 @@ read -r base_p50 base_p99 < <(lat http://127.0.0.1:9001/)
 echo "| server | rps at c=50 | ratio to ceiling | p50 at c=1 | p99 at c=1 |"
 echo "|---|---|---|---|---|"
 echo "| bare hyper echo (ceiling) | $base_rps | 1.00 | $base_p50 | $base_p99 |"
-for agent in echo warm; do
+for agent in echo warm chain waf-echo; do
     r=$(rps "http://127.0.0.1:9002/agents/$agent")
     read -r p50 p99 < <(lat "http://127.0.0.1:9002/agents/$agent")
     ratio=$(awk -v a="$r" -v b="$base_rps" 'BEGIN {printf "%.2f", a / b}')
-    label=$([ "$agent" = echo ] && echo "Wharf, fresh instance per request" || echo "Wharf, warm pool")
+    case "$agent" in
+        echo) label="Wharf, fresh instance per request" ;;
+        warm) label="Wharf, warm pool"; warm_rps=$r ;;
+        chain) label="Wharf, warm pool, headers + auth (JWT) filters"; chain_rps=$r ;;
+        waf-echo) label="Wharf, warm pool, waf (baseline rules)" ;;
+    esac
     echo "| $label | $r | $ratio | $p50 | $p99 |"
 done
+awk -v a="$chain_rps" -v b="$warm_rps" 'BEGIN {printf "\nheaders + auth chain / no filters (warm): %.2f\n", a / b}'

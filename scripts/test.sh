@@ -4,5 +4,11 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# The WAF tests load the OWASP Core Rule Set as Debian packages it.
+if [ ! -d /usr/share/modsecurity-crs/rules ]; then
+    sudo=$([ "$(id -u)" = 0 ] || echo sudo)
+    $sudo apt-get install -y -q modsecurity-crs >/dev/null 2>&1 ||
+        { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q modsecurity-crs >/dev/null; }
+fi
 scripts/build-guests.sh >/dev/null
 cargo test --workspace "$@"

@@ -230,3 +230,20 @@ pub(crate) fn write_str(out: &mut Vec<u8>, text: &str) {
     }
     out.extend_from_slice(text.as_bytes());
 }
+
+/// `text` as a JSON string literal, quotes included: for building small
+/// JSON answers without a JSON library.
+pub fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

@@ -216,9 +216,13 @@ impl Walker {
                         Some("reject") => PastLimit::Reject,
                         Some("pass") => PastLimit::Pass,
                         Some("inspect-prefix") => PastLimit::InspectPrefix,
-                        _ => {
+                        other => {
+                            let what = match other {
+                                Some(text) => format!("unknown `past` value `{text}`"),
+                                None => "`past` expects a string".to_string(),
+                            };
                             self.problems.push(
-                                Problem::new(entry.span(), "`past` must be a string naming what happens past the limit")
+                                Problem::new(entry.span(), what)
                                     .help("use \"reject\" (413), \"pass\" (skip inspection) or \"inspect-prefix\" (inspect the first bytes)"),
                             );
                             return None;

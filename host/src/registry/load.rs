@@ -187,7 +187,8 @@ fn check_chains(snapshot: &mut Snapshot) {
     for (name, absent) in missing {
         let entry = snapshot.agents.remove(&name).expect("listed above");
         let reason = format!(
-            "agent `{name}` is not served: its filter chain names `{absent}`, which did not load"
+            "agent `{name}` is not served: its filter chain names `{absent}`, which did not load \
+             (put the filter components in the agents directory, or give the agent `filters #false`)"
         );
         refuse(snapshot, &entry.origin.path, reason);
     }

@@ -93,20 +93,7 @@ impl AgentImage {
         store: Store<GuestState>,
         agent: Result<Agent, wasmtime::Error>,
     ) -> Result<Live, CallError> {
-        match agent {
-            Ok(agent) => Ok(Live {
-                store,
-                exports: agent,
-                limits: self.limits,
-                fresh: true,
-                in_call: false,
-                scratch: Vec::new(),
-            }),
-            Err(err) => Err(match classify(&store, err) {
-                CallError::Trap(msg) => CallError::Instantiate(msg),
-                other => other,
-            }),
-        }
+        Live::new(store, agent, self.limits)
     }
 
     /// A new instance in a new store, on this thread. Its WASI calls block,
@@ -215,6 +202,28 @@ impl Live<Agent> {
 }
 
 impl<E> Live<E> {
+    /// A live instance from a finished instantiation, or what went wrong.
+    pub(super) fn new(
+        store: Store<GuestState>,
+        exports: Result<E, wasmtime::Error>,
+        limits: Limits,
+    ) -> Result<Self, CallError> {
+        match exports {
+            Ok(exports) => Ok(Live {
+                store,
+                exports,
+                limits,
+                fresh: true,
+                in_call: false,
+                scratch: Vec::new(),
+            }),
+            Err(err) => Err(match classify(&store, err) {
+                CallError::Trap(msg) => CallError::Instantiate(msg),
+                other => other,
+            }),
+        }
+    }
+
     pub(super) fn begin(&mut self, req: &Request, may_yield: bool) {
         self.in_call = true;
         let data = self.store.data_mut();

@@ -61,39 +61,18 @@ impl FilterImage {
         &self.limits
     }
 
-    fn live(
-        &self,
-        store: wasmtime::Store<GuestState>,
-        filter: Result<Filter, wasmtime::Error>,
-    ) -> Result<FilterLive, CallError> {
-        match filter {
-            Ok(exports) => Ok(Live {
-                store,
-                exports,
-                limits: self.limits,
-                fresh: true,
-                in_call: false,
-                scratch: Vec::new(),
-            }),
-            Err(err) => Err(match classify(&store, err) {
-                CallError::Trap(msg) => CallError::Instantiate(msg),
-                other => other,
-            }),
-        }
-    }
-
     /// A new instance on this thread (load time).
     pub fn instantiate(&self) -> Result<FilterLive, CallError> {
         let mut store = new_store(&self.engine, &self.identity, &self.limits, false);
         let filter = self.pre.instantiate(&mut store);
-        self.live(store, filter)
+        Live::new(store, filter, self.limits)
     }
 
     /// A new instance on a fiber that yields at every epoch tick.
     pub async fn instantiate_async(&self) -> Result<FilterLive, CallError> {
         let mut store = new_store(&self.engine, &self.identity, &self.limits, true);
         let filter = self.pre_async.instantiate_async(&mut store).await;
-        self.live(store, filter)
+        Live::new(store, filter, self.limits)
     }
 }
 

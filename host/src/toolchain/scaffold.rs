@@ -174,6 +174,10 @@ pub fn render(name: &str, lang: Lang) -> Vec<(String, String)> {
         })
         .collect();
     files.push(("test.sh".into(), fill(include_str!("templates/test.sh"))));
+    files.push((
+        "wharf.kdl".into(),
+        fill(include_str!("templates/wharf.kdl")),
+    ));
     files.push((format!("wit/{WIT_FILE}"), WIT.to_string()));
     files.push((
         "README.md".into(),

@@ -59,18 +59,20 @@ fn fancy_rendering_points_at_the_source() {
 }
 
 #[test]
-fn every_kdl_snippet_in_the_readme_is_valid() {
+fn every_kdl_snippet_in_the_readme_and_docs_is_valid() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let mut snippets = 0;
-    for (i, block) in readme.split("```kdl\n").skip(1).enumerate() {
-        let kdl = block.split("```").next().unwrap();
-        Config::parse(&format!("README snippet {i}"), kdl, Path::new("/"))
-            .unwrap_or_else(|e| panic!("{}", e.plain()));
-        snippets += 1;
+    for (doc, least) in [("README.md", 2), ("docs/filters.md", 2)] {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        let mut snippets = 0;
+        for (i, block) in text.split("```kdl\n").skip(1).enumerate() {
+            let kdl = block.split("```").next().unwrap();
+            Config::parse(&format!("{doc} snippet {i}"), kdl, Path::new("/"))
+                .unwrap_or_else(|e| panic!("{}", e.plain()));
+            snippets += 1;
+        }
+        assert!(
+            snippets >= least,
+            "only {snippets} KDL snippets found in {doc}"
+        );
     }
-    assert!(
-        snippets >= 2,
-        "only {snippets} KDL snippets found in README.md"
-    );
 }

@@ -241,3 +241,36 @@ async fn every_language_classifies_alike() {
     }
     server.stop().await;
 }
+
+/// The same filter written in Python and in JavaScript, each in a chain in
+/// front of `mirror`: it blocks an admin path naming its rule, passes
+/// metadata to the agent and marks the response.
+#[tokio::test(flavor = "multi_thread")]
+async fn filters_in_python_and_javascript_keep_the_filter_contract() {
+    let dir = agents_dir(&["mirror", "filter-py", "filter-js"]);
+    for (filter, lang) in [("filter-py", "py"), ("filter-js", "js")] {
+        let text = format!("filters \"{filter}\"\nfilter \"{filter}\" {{ deadline \"5s\" }}\n");
+        let server = Server::start(config(dir.path(), &text)).await;
+        let reply = get(&server.url("/agents/mirror/admin/users")).await;
+        assert_eq!(reply.status, 403, "{filter}: {}", reply.text());
+        assert_eq!(reply.json()["error"]["code"], "forbidden");
+        let label = if lang == "py" { "python" } else { "js" };
+        assert!(
+            reply.headers.get("x-filtered-by").is_none(),
+            "the deciding filter's chain ended"
+        );
+        let reply = post(&server.url("/agents/mirror/ok"), "x").await;
+        assert_eq!(reply.status, 200, "{filter}: {}", reply.text());
+        assert_eq!(
+            reply.json()["meta"][format!("{lang}.method")],
+            "POST",
+            "{filter}"
+        );
+        assert_eq!(reply.headers["x-filtered-by"], label);
+        let metrics = get(&server.url("/metrics")).await.text();
+        let hit =
+            format!("wharf_filter_rule_hits_total{{filter=\"{filter}\",rule=\"admin-path\"}} 1");
+        assert!(metrics.contains(&hit), "{filter}: {metrics}");
+        server.stop().await;
+    }
+}

@@ -23,7 +23,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use sha2::{Digest, Sha256};
 use wharf_guest::filter::{Phases, Verdict};
-use wharf_guest::{Level, config, header_pairs, log};
+use wharf_guest::{Level, config, header_pairs, json_string, log};
 
 /// Keys and checks for one configuration, parsed once per instance.
 struct Settings {
@@ -165,7 +165,10 @@ fn refuse(s: &Settings, rule: &str, description: &str, invalid_token: bool) -> V
     } else {
         format!("Bearer realm=\"{}\"", s.realm)
     };
-    let body = format!("{{\"error\":{{\"code\":\"unauthorized\",\"message\":\"{description}\"}}}}");
+    let body = format!(
+        "{{\"error\":{{\"code\":\"unauthorized\",\"message\":{}}}}}",
+        json_string(description)
+    );
     Verdict::block(
         401,
         &[

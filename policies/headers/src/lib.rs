@@ -17,7 +17,7 @@
 //!   past either, 431.
 
 use wharf_guest::filter::{Phases, Verdict};
-use wharf_guest::{Head, config, header_pairs};
+use wharf_guest::{Head, config, header_pairs, json_string};
 
 fn words(key: &str) -> Vec<String> {
     config(key)
@@ -32,7 +32,10 @@ fn number(key: &str, default: usize) -> usize {
 }
 
 fn refuse(status: u16, rule: &str, message: &str) -> Verdict {
-    let body = format!("{{\"error\":{{\"code\":\"{rule}\",\"message\":\"{message}\"}}}}");
+    let body = format!(
+        "{{\"error\":{{\"code\":\"{rule}\",\"message\":{}}}}}",
+        json_string(message)
+    );
     Verdict::block(status, &[("content-type", "application/json")], body)
         .rule(rule, message)
         .tag("headers")

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use wharf_guest::filter::{Phases, Verdict};
-use wharf_guest::{Head, Level, config, header_pairs, log};
+use wharf_guest::{Head, Level, config, header_pairs, json_string, log};
 use zentinel_modsec::parser::{Action, LoggingAction, MetadataAction};
 use zentinel_modsec::{ModSecurity, Transaction};
 
@@ -72,11 +72,10 @@ fn engine() -> Rc<Engine> {
     if rules.trim().is_empty() {
         text.push_str(BASELINE);
     }
-    for file in rules.split_whitespace() {
-        let path = format!("/files/{}", file.trim_start_matches('/'));
+    for path in rule_files(&rules) {
         match std::fs::read_to_string(&path) {
             Ok(body) => {
-                text.push_str(&body);
+                text.push_str(&with_data_paths(&body, &path));
                 text.push('\n');
             }
             Err(e) => fail(&format!("cannot read rule file {path}: {e}")),
@@ -94,6 +93,44 @@ fn engine() -> Rc<Engine> {
     );
     ENGINES.with(|e| e.borrow_mut().insert(key, engine.clone()));
     engine
+}
+
+/// The rule files `rules` names, below `/files`, in order; a name with `*`
+/// in its last part stands for the matching files of its directory, sorted
+/// (`rules/*.conf`, as CRS is loaded).
+fn rule_files(rules: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in rules.split_whitespace() {
+        let path = format!("/files/{}", name.trim_start_matches('/'));
+        let (dir, pattern) = path.rsplit_once('/').unwrap_or(("/files", &path));
+        let Some((prefix, suffix)) = pattern.split_once('*') else {
+            out.push(path);
+            continue;
+        };
+        let entries =
+            std::fs::read_dir(dir).unwrap_or_else(|e| fail(&format!("cannot list {dir}: {e}")));
+        let mut matched: Vec<String> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|f| f.starts_with(prefix) && f.ends_with(suffix))
+            .map(|f| format!("{dir}/{f}"))
+            .collect();
+        matched.sort();
+        out.extend(matched);
+    }
+    out
+}
+
+/// `@pmFromFile` and `@ipMatchFromFile` name data files relative to their
+/// rule file (CRS's `.data` files); the engine opens them as given, so
+/// they are made absolute here.
+fn with_data_paths(rules: &str, rule_file: &str) -> String {
+    let dir = rule_file.rsplit_once('/').map_or("/files", |(d, _)| d);
+    let mut out = rules.to_string();
+    for op in ["@pmFromFile ", "@pmf ", "@ipMatchFromFile "] {
+        out = out.replace(op, &format!("{op}{dir}/"));
+    }
+    // A name that was already absolute now has the directory twice.
+    out.replace(&format!("{dir}//"), "/")
 }
 
 /// Logs why the filter cannot work and traps: the host applies the
@@ -213,10 +250,10 @@ fn verdict(engine: &Engine, tx: &Transaction, before: usize) -> Verdict {
         };
         let body = format!(
             "{{\"error\":{{\"code\":\"blocked\",\"message\":{},\"rule_ids\":[{}]}}}}",
-            json_str(&reason),
+            json_string(&reason),
             rules
                 .iter()
-                .map(|r| json_str(r))
+                .map(|r| json_string(r))
                 .collect::<Vec<_>>()
                 .join(",")
         );
@@ -236,20 +273,6 @@ fn verdict(engine: &Engine, tx: &Transaction, before: usize) -> Verdict {
         return b;
     }
     v
-}
-
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Whether the request announces a body (otherwise phase 2 runs at once).

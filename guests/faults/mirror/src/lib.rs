@@ -1,27 +1,15 @@
 //! `mirror`: test fixture that answers with what it received as JSON: the
 //! head (metadata included), the headers and the body as text.
 
-use wharf_guest::{Card, Error, Head, Health, Request, Response, header_pairs, headers_with};
+use wharf_guest::{
+    Card, Error, Head, Health, Request, Response, header_pairs, headers_with, json_string,
+};
 
 struct Mirror;
 
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 fn object<'a>(pairs: impl Iterator<Item = (&'a str, String)>) -> String {
     let items: Vec<String> = pairs
-        .map(|(k, v)| format!("{}:{}", json_str(k), json_str(&v)))
+        .map(|(k, v)| format!("{}:{}", json_string(k), json_string(&v)))
         .collect();
     format!("{{{}}}", items.join(","))
 }
@@ -38,10 +26,10 @@ impl wharf_guest::Guest for Mirror {
         );
         let body = format!(
             "{{\"method\":{},\"path\":{},\"query\":{},\"meta\":{meta},\"headers\":{hdrs},\"body\":{}}}",
-            json_str(&head.method),
-            json_str(&head.path),
-            json_str(&head.query),
-            json_str(&String::from_utf8_lossy(&req.body)),
+            json_string(&head.method),
+            json_string(&head.path),
+            json_string(&head.query),
+            json_string(&String::from_utf8_lossy(&req.body)),
         );
         let mut resp = Response::new(200, body);
         resp.headers = headers_with(
