@@ -135,6 +135,7 @@ impl Pipeline {
             .get(agent)
             .ok_or_else(|| PipelineError::AgentNotFound(agent.to_string()))?;
         req.affinity = route.affinity_key(&req.headers);
+        req.agent = route.core.entry.origin.name.as_str().into();
         let chain = stages.chains.for_agent(agent);
         if chain.is_empty() {
             req.body = body.read(route.core.policy.limits.request_body).await?;

@@ -23,6 +23,9 @@ pub struct Request {
     pub client: Option<SocketAddr>,
     /// Key that pins a session to an instance; none when absent.
     pub affinity: Option<String>,
+    /// The agent the request is for (set by the pipeline); filters read it
+    /// in the head as `agent` to keep per-route settings apart.
+    pub agent: Arc<str>,
     /// Key/value pairs filters attached, in the order they were attached;
     /// the agent sees them in its request head as `meta.KEY`.
     pub metadata: Vec<(String, String)>,
@@ -40,6 +43,7 @@ impl Request {
             id: next_request_id(),
             client: None,
             affinity: None,
+            agent: Arc::from(""),
             metadata: Vec::new(),
         }
     }
@@ -112,6 +116,7 @@ impl Request {
             id: self.id.clone(),
             client: self.client,
             affinity: self.affinity.clone(),
+            agent: self.agent.clone(),
             metadata: self.metadata.clone(),
         }
     }

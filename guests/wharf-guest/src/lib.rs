@@ -79,6 +79,8 @@ pub struct Head {
     pub id: String,
     pub client: String,
     pub affinity: String,
+    /// The agent the request is for.
+    pub agent: String,
     /// Metadata filters attached (`meta.KEY` entries), key without `meta.`.
     pub meta: Vec<(String, String)>,
 }
@@ -98,6 +100,7 @@ impl Head {
                 "id" => head.id = value,
                 "client" => head.client = value,
                 "affinity" => head.affinity = value,
+                "agent" => head.agent = value,
                 _ => {
                     if let Some(name) = key.strip_prefix("meta.") {
                         head.meta.push((name.to_string(), value));

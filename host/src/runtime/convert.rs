@@ -34,13 +34,14 @@ pub(super) fn encode_request<'a>(req: &Request, buf: &'a mut Vec<u8>) -> (&'a [u
 
 fn encode_head(req: &Request, out: &mut Vec<u8>) {
     let client = req.client.map(|c| c.to_string()).unwrap_or_default();
-    let fields: [(&str, &str); 6] = [
+    let fields: [(&str, &str); 7] = [
         ("method", req.method.as_str()),
         ("path", &req.path),
         ("query", &req.query),
         ("id", &req.id),
         ("client", &client),
         ("affinity", req.affinity.as_deref().unwrap_or("")),
+        ("agent", &req.agent),
     ];
     let size: usize = fields.iter().map(|(k, v)| k.len() + v.len() + 10).sum();
     out.reserve(size + 1);
@@ -245,7 +246,7 @@ mod tests {
         let value: std::collections::BTreeMap<String, String> =
             rmp_serde::from_slice(&head).unwrap();
         assert_eq!(value["meta.auth.sub"], "alice");
-        assert_eq!(value.len(), 7);
+        assert_eq!(value.len(), 8);
     }
 
     #[test]

@@ -222,6 +222,7 @@ async fn handle(
         id,
         client,
         affinity: None,
+        agent: Arc::from(""),
         metadata: Vec::new(),
     };
     // Read only when the pipeline asks: after the request-headers filters.

@@ -23,7 +23,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use sha2::{Digest, Sha256};
 use wharf_guest::filter::{Phases, Verdict};
-use wharf_guest::{Level, config, header_pairs, json_string, log};
+use wharf_guest::{Head, Level, config, header_pairs, json_string, log};
 
 /// Keys and checks for one configuration, parsed once per instance.
 struct Settings {
@@ -60,17 +60,19 @@ const KEYS: [&str; 12] = [
     "keep-credentials",
 ];
 
-fn settings() -> Rc<Settings> {
-    let values: Vec<String> = KEYS.iter().map(|k| config(k).unwrap_or_default()).collect();
-    let key = values.join("\u{0}");
-    if let Some(s) = SETTINGS.with(|s| s.borrow().get(&key).cloned()) {
+/// The settings for the route `agent`, parsed on its first request: the
+/// config values may differ per route, and reading them costs a dozen
+/// host calls, so an instance keeps each route's settings.
+fn settings(agent: &str) -> Rc<Settings> {
+    if let Some(s) = SETTINGS.with(|s| s.borrow().get(agent).cloned()) {
         return s;
     }
+    let values: Vec<String> = KEYS.iter().map(|k| config(k).unwrap_or_default()).collect();
     let s = Rc::new(parse(&values).unwrap_or_else(|e| {
         log(Level::Error, &format!("auth: {e}"));
         panic!("auth: {e}")
     }));
-    SETTINGS.with(|m| m.borrow_mut().insert(key, s.clone()));
+    SETTINGS.with(|m| m.borrow_mut().insert(agent.to_string(), s.clone()));
     s
 }
 
@@ -295,8 +297,9 @@ impl wharf_guest::filter::Guest for Auth {
         Phases::REQUEST_HEADERS
     }
 
-    fn on_request_headers(_head: Vec<u8>, headers: Vec<u8>) -> Verdict {
-        let s = settings();
+    fn on_request_headers(head: Vec<u8>, headers: Vec<u8>) -> Verdict {
+        let agent = Head::decode(&head).map(|h| h.agent).unwrap_or_default();
+        let s = settings(&agent);
         let pairs = header_pairs(&headers).unwrap_or_default();
         let find = |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
         if !s.api_keys.is_empty()

@@ -16,8 +16,33 @@
 //! - `max-headers` (default 100) and `max-header-bytes` (default 32768):
 //!   past either, 431.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use wharf_guest::filter::{Phases, Verdict};
 use wharf_guest::{Head, config, header_pairs, json_string};
+
+/// One route's settings, read through `config()` on its first request.
+struct Settings {
+    security: bool,
+    /// Security headers to add when the response lacks them.
+    security_headers: Vec<(&'static str, String)>,
+    cors_origins: Option<Vec<String>>,
+    cors_methods: String,
+    cors_headers: Option<String>,
+    cors_max_age: String,
+    cors_credentials: bool,
+    deny: Vec<String>,
+    strip: Vec<String>,
+    allow: Vec<String>,
+    max_headers: usize,
+    max_header_bytes: usize,
+}
+
+thread_local! {
+    static SETTINGS: RefCell<HashMap<String, Rc<Settings>>> = RefCell::new(HashMap::new());
+}
 
 fn words(key: &str) -> Vec<String> {
     config(key)
@@ -31,6 +56,47 @@ fn number(key: &str, default: usize) -> usize {
     config(key).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+fn read_settings() -> Settings {
+    let csp = config("csp").unwrap_or_else(|| "default-src 'none'; frame-ancestors 'none'".into());
+    let mut security_headers = vec![
+        ("x-content-type-options", "nosniff".to_string()),
+        ("x-frame-options", "DENY".to_string()),
+        ("referrer-policy", "no-referrer".to_string()),
+        ("cross-origin-resource-policy", "same-origin".to_string()),
+        ("content-security-policy", csp),
+    ];
+    if let Some(hsts) = config("hsts") {
+        security_headers.push(("strict-transport-security", hsts));
+    }
+    Settings {
+        security: config("security").as_deref() != Some("off"),
+        security_headers,
+        cors_origins: config("cors-origins")
+            .map(|o| o.split_whitespace().map(str::to_string).collect()),
+        cors_methods: config("cors-methods").unwrap_or_else(|| "GET, POST, PUT, DELETE".into()),
+        cors_headers: config("cors-headers"),
+        cors_max_age: config("cors-max-age").unwrap_or_else(|| "600".into()),
+        cors_credentials: config("cors-credentials").as_deref() == Some("true"),
+        deny: words("deny-headers"),
+        strip: words("strip-headers"),
+        allow: words("allow-headers"),
+        max_headers: number("max-headers", 100),
+        max_header_bytes: number("max-header-bytes", 32 * 1024),
+    }
+}
+
+/// The settings of the route the request goes to (per agent: a route may
+/// override them with `filter-config`), read once per route and instance.
+fn settings(head: &[u8]) -> (Rc<Settings>, Head) {
+    let head = Head::decode(head).unwrap_or_default();
+    if let Some(s) = SETTINGS.with(|s| s.borrow().get(&head.agent).cloned()) {
+        return (s, head);
+    }
+    let s = Rc::new(read_settings());
+    SETTINGS.with(|m| m.borrow_mut().insert(head.agent.clone(), s.clone()));
+    (s, head)
+}
+
 fn refuse(status: u16, rule: &str, message: &str) -> Verdict {
     let body = format!(
         "{{\"error\":{{\"code\":\"{rule}\",\"message\":{}}}}}",
@@ -42,15 +108,12 @@ fn refuse(status: u16, rule: &str, message: &str) -> Verdict {
 }
 
 /// The origin CORS allows for this request, if it has one and it is allowed.
-fn allowed_origin(origin: Option<&str>) -> Option<String> {
+fn allowed_origin(s: &Settings, origin: Option<&str>) -> Option<String> {
     let origin = origin?;
-    let allowed = config("cors-origins")?;
-    let any = allowed.split_whitespace().any(|o| o == "*");
-    (any || allowed
-        .split_whitespace()
-        .any(|o| o.eq_ignore_ascii_case(origin)))
-    .then(|| {
-        if any && config("cors-credentials").as_deref() != Some("true") {
+    let allowed = s.cors_origins.as_ref()?;
+    let any = allowed.iter().any(|o| o == "*");
+    (any || allowed.iter().any(|o| o.eq_ignore_ascii_case(origin))).then(|| {
+        if any && !s.cors_credentials {
             "*".to_string()
         } else {
             origin.to_string()
@@ -70,6 +133,7 @@ impl wharf_guest::filter::Guest for Headers {
     }
 
     fn on_request_headers(head: Vec<u8>, headers: Vec<u8>) -> Verdict {
+        let (s, head) = settings(&head);
         let Ok(pairs) = header_pairs(&headers) else {
             return refuse(
                 400,
@@ -78,18 +142,17 @@ impl wharf_guest::filter::Guest for Headers {
             );
         };
         let bytes: usize = pairs.iter().map(|(n, v)| n.len() + v.len() + 4).sum();
-        if pairs.len() > number("max-headers", 100) {
+        if pairs.len() > s.max_headers {
             return refuse(431, "headers-too-many", "too many request headers");
         }
-        if bytes > number("max-header-bytes", 32 * 1024) {
+        if bytes > s.max_header_bytes {
             return refuse(
                 431,
                 "headers-too-large",
                 "the request headers are too large",
             );
         }
-        let deny = words("deny-headers");
-        if let Some((name, _)) = pairs.iter().find(|(n, _)| deny.iter().any(|d| d == n)) {
+        if let Some((name, _)) = pairs.iter().find(|(n, _)| s.deny.iter().any(|d| d == n)) {
             return refuse(
                 400,
                 "headers-denied",
@@ -97,43 +160,39 @@ impl wharf_guest::filter::Guest for Headers {
             );
         }
         let find = |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| text(v));
-        let method = Head::decode(&head).map(|h| h.method).unwrap_or_default();
-        if method == "OPTIONS"
+        if head.method == "OPTIONS"
+            && s.cors_origins.is_some()
             && let (Some(origin), Some(_)) = (find("origin"), find("access-control-request-method"))
-            && config("cors-origins").is_some()
         {
-            let Some(allow) = allowed_origin(Some(origin)) else {
+            let Some(allow) = allowed_origin(&s, Some(origin)) else {
                 return refuse(403, "cors-origin", "this origin may not call this endpoint");
             };
-            let methods = config("cors-methods").unwrap_or_else(|| "GET, POST, PUT, DELETE".into());
             let requested = find("access-control-request-headers").unwrap_or("");
-            let allowed_headers = config("cors-headers").unwrap_or_else(|| requested.to_string());
-            let max_age = config("cors-max-age").unwrap_or_else(|| "600".into());
+            let allowed_headers = s.cors_headers.as_deref().unwrap_or(requested);
             let mut out = vec![
                 ("access-control-allow-origin", allow.as_str()),
-                ("access-control-allow-methods", methods.as_str()),
-                ("access-control-max-age", max_age.as_str()),
+                ("access-control-allow-methods", s.cors_methods.as_str()),
+                ("access-control-max-age", s.cors_max_age.as_str()),
                 ("vary", "origin"),
             ];
             if !allowed_headers.is_empty() {
-                out.push(("access-control-allow-headers", allowed_headers.as_str()));
+                out.push(("access-control-allow-headers", allowed_headers));
             }
-            if config("cors-credentials").as_deref() == Some("true") {
+            if s.cors_credentials {
                 out.push(("access-control-allow-credentials", "true"));
             }
             return Verdict::block(204, &out, Vec::new()).tag("cors-preflight");
         }
         let mut v = Verdict::allow();
-        for name in words("strip-headers") {
-            if find(&name).is_some() {
-                v = v.remove_request_header(&name);
+        for name in &s.strip {
+            if find(name).is_some() {
+                v = v.remove_request_header(name);
             }
         }
-        let allow = words("allow-headers");
-        if !allow.is_empty() {
+        if !s.allow.is_empty() {
             let always = ["host", "content-type", "content-length"];
             for (name, _) in &pairs {
-                let kept = allow.iter().any(|a| a == name) || always.contains(name);
+                let kept = s.allow.iter().any(|a| a == name) || always.contains(name);
                 if !kept {
                     v = v.remove_request_header(name);
                 }
@@ -147,44 +206,34 @@ impl wharf_guest::filter::Guest for Headers {
     }
 
     fn on_response_headers(
-        _head: Vec<u8>,
+        head: Vec<u8>,
         headers: Vec<u8>,
         _status: u16,
         resp: Vec<u8>,
     ) -> Verdict {
-        let request = header_pairs(&headers).unwrap_or_default();
+        let (s, _) = settings(&head);
         let response = header_pairs(&resp).unwrap_or_default();
-        let has = |name: &str| response.iter().any(|(n, _)| *n == name);
         let mut v = Verdict::allow();
-        if config("security").as_deref() != Some("off") {
-            let csp = config("csp")
-                .unwrap_or_else(|| "default-src 'none'; frame-ancestors 'none'".into());
-            let mut wanted = vec![
-                ("x-content-type-options", "nosniff".to_string()),
-                ("x-frame-options", "DENY".to_string()),
-                ("referrer-policy", "no-referrer".to_string()),
-                ("cross-origin-resource-policy", "same-origin".to_string()),
-                ("content-security-policy", csp),
-            ];
-            if let Some(hsts) = config("hsts") {
-                wanted.push(("strict-transport-security", hsts));
-            }
-            for (name, value) in wanted {
-                if !has(name) {
+        if s.security {
+            for (name, value) in &s.security_headers {
+                if !response.iter().any(|(n, _)| n == name) {
                     v = v.set_response_header(name, value.as_bytes());
                 }
             }
         }
-        let origin = request
-            .iter()
-            .find(|(n, _)| *n == "origin")
-            .map(|(_, v)| text(v));
-        if let Some(allow) = allowed_origin(origin) {
-            v = v
-                .set_response_header("access-control-allow-origin", allow.as_bytes())
-                .add_response_header("vary", b"origin");
-            if config("cors-credentials").as_deref() == Some("true") {
-                v = v.set_response_header("access-control-allow-credentials", b"true");
+        if s.cors_origins.is_some() {
+            let request = header_pairs(&headers).unwrap_or_default();
+            let origin = request
+                .iter()
+                .find(|(n, _)| *n == "origin")
+                .map(|(_, v)| text(v));
+            if let Some(allow) = allowed_origin(&s, origin) {
+                v = v
+                    .set_response_header("access-control-allow-origin", allow.as_bytes())
+                    .add_response_header("vary", b"origin");
+                if s.cors_credentials {
+                    v = v.set_response_header("access-control-allow-credentials", b"true");
+                }
             }
         }
         v

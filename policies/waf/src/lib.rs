@@ -44,8 +44,20 @@ thread_local! {
     /// Compiled engines by configuration: an instance serving several
     /// routes with different settings compiles each once.
     static ENGINES: RefCell<HashMap<String, Rc<Engine>>> = RefCell::new(HashMap::new());
+    /// Each route's engine, so a request reads no config.
+    static ROUTES: RefCell<HashMap<String, Rc<Engine>>> = RefCell::new(HashMap::new());
     /// The current request's transaction, from its first phase to its last.
     static TX: RefCell<Option<(Rc<Engine>, Transaction)>> = const { RefCell::new(None) };
+}
+
+/// The engine for the route `agent`, looked up on its first request.
+fn engine_for(agent: &str) -> Rc<Engine> {
+    if let Some(e) = ROUTES.with(|r| r.borrow().get(agent).cloned()) {
+        return e;
+    }
+    let e = engine();
+    ROUTES.with(|r| r.borrow_mut().insert(agent.to_string(), e.clone()));
+    e
 }
 
 /// The engine for the current route's configuration, compiled on first use.
@@ -164,8 +176,8 @@ fn rule_infos(modsec: &ModSecurity) -> HashMap<String, RuleInfo> {
 
 /// Starts the request's transaction: URI, method and headers.
 fn begin(head: &[u8], headers: &[u8]) -> Result<(), String> {
-    let engine = engine();
     let head = Head::decode(head).map_err(|e| format!("head: {e}"))?;
+    let engine = engine_for(&head.agent);
     let mut tx = engine.modsec.new_transaction();
     let uri = if head.query.is_empty() {
         head.path.clone()
