@@ -115,11 +115,6 @@ impl AuditLog {
             }
         }
     }
-
-    /// Records dropped because the writer could not keep up.
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
-    }
 }
 
 fn write_lines(rx: Receiver<String>, out: Box<dyn Write + Send>) {

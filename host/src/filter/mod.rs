@@ -58,7 +58,6 @@ impl FilterRoute {
 /// none here.
 #[derive(Default)]
 pub struct Chains {
-    filters: BTreeMap<String, Arc<FilterRoute>>,
     by_agent: BTreeMap<String, Arc<[Arc<FilterRoute>]>>,
 }
 
@@ -90,15 +89,11 @@ impl Chains {
                 (name.clone(), chain)
             })
             .collect();
-        Chains { filters, by_agent }
+        Chains { by_agent }
     }
 
     /// The chain requests to `agent` pass; empty when it has none.
     pub fn for_agent(&self, agent: &str) -> &[Arc<FilterRoute>] {
         self.by_agent.get(agent).map_or(&[], |c| c)
-    }
-
-    pub fn filters(&self) -> impl Iterator<Item = &Arc<FilterRoute>> {
-        self.filters.values()
     }
 }

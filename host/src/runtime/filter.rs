@@ -53,14 +53,6 @@ impl FilterImage {
         }
     }
 
-    pub fn name(&self) -> &str {
-        &self.identity.name
-    }
-
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
-
     /// A new instance on this thread (load time).
     pub fn instantiate(&self) -> Result<FilterLive, CallError> {
         let mut store = new_store(&self.engine, &self.identity, &self.limits, false);
@@ -155,11 +147,7 @@ impl Live<Filter> {
 }
 
 /// Checks a guest's verdict against the contract for `phase`.
-pub fn verdict_from_guest(
-    v: GuestVerdict,
-    phase: Phase,
-    max_body: usize,
-) -> Result<Verdict, String> {
+fn verdict_from_guest(v: GuestVerdict, phase: Phase, max_body: usize) -> Result<Verdict, String> {
     let decision = match v.decision {
         GuestDecision::Allow => Decision::Allow,
         GuestDecision::Block(resp) => {

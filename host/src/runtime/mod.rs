@@ -20,7 +20,7 @@ pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
 pub use call::{AgentImage, CallError, Live};
 pub use convert::{decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings};
-pub use filter::{FilterImage, FilterLive, verdict_from_guest};
+pub use filter::{FilterImage, FilterLive};
 pub use state::{GuestIdentity, GuestState};
 
 use crate::config::Limits;
