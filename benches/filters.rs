@@ -5,7 +5,9 @@
 //!   and fresh; the `auth` (HS256 JWT) + `headers` chain;
 //! - `waf`: the baseline rules and, where Debian's `modsecurity-crs` is
 //!   installed, the OWASP Core Rule Set 3.3 at paranoia level 1: clean
-//!   1 KiB and 64 KiB form posts, and an attack.
+//!   1 KiB and 64 KiB form posts, and an attack; warm instances, and fresh
+//!   instances started from the `preinit` snapshot (for the baseline also
+//!   without it, each instance compiling the rules).
 //!
 //! Run with `cargo bench --bench filters`; results go in BENCHMARKS.md.
 
@@ -40,7 +42,9 @@ fn pipeline(guests: &[(&str, &str)], kdl: &str) -> (Arc<Pipeline>, tempfile::Tem
     let mut config = Config::parse("bench.kdl", kdl, dir.path()).unwrap();
     config.agents_dir = dir.path().to_path_buf();
     let runtime = Runtime::new(&EngineSettings::default()).unwrap();
+    let started = Instant::now();
     let snapshot = load_dir(&runtime, &config, dir.path()).unwrap();
+    eprintln!("loaded in {:?}", started.elapsed());
     assert!(snapshot.refused.is_empty(), "{:?}", snapshot.refused);
     let pipeline = Pipeline::new(snapshot, Metrics::new(), AuditLog::off());
     (Arc::new(pipeline), dir)
@@ -164,23 +168,44 @@ fn waf(c: &mut Criterion) {
         r#"
         instances { mode "warm"; max 2 }
         filter "waf" { instances { mode "warm"; max 2 } }
+        filter "waf-raw" { preinit #false }
         agent "plain" { filters #false }
         agent "baseline" { filters "waf" }
+        agent "baseline-fresh" { filters "waf-fresh" }
+        agent "baseline-fresh-raw" { filters "waf-raw" }
         "#,
     );
-    let mut guests = vec![("plain", "echo"), ("baseline", "echo"), ("waf", "waf")];
+    let mut guests = vec![
+        ("plain", "echo"),
+        ("baseline", "echo"),
+        ("baseline-fresh", "echo"),
+        ("baseline-fresh-raw", "echo"),
+        ("waf", "waf"),
+        ("waf-fresh", "waf"),
+        ("waf-raw", "waf"),
+    ];
     if let Some(dir) = &crs {
         kdl.push_str(&format!(
             r#"filter "crs" {{
                 instances {{ mode "warm"; max 2 }}
-                files "{}"
+                files "{0}"
+                config {{ rules "crs-setup.conf rules/*.conf"; paranoia 1 }}
+            }}
+            filter "crs-fresh" {{
+                files "{0}"
                 config {{ rules "crs-setup.conf rules/*.conf"; paranoia 1 }}
             }}
             agent "crs-echo" {{ filters "crs" }}
+            agent "crs-fresh-echo" {{ filters "crs-fresh" }}
             "#,
             dir.path().display()
         ));
-        guests.extend([("crs-echo", "echo"), ("crs", "waf")]);
+        guests.extend([
+            ("crs-echo", "echo"),
+            ("crs", "waf"),
+            ("crs-fresh-echo", "echo"),
+            ("crs-fresh", "waf"),
+        ]);
     }
     let (pipeline, _dir) = pipeline(&guests, &kdl);
     let rt = runtime();
@@ -191,10 +216,15 @@ fn waf(c: &mut Criterion) {
     };
     let attack = request("q=1%27%20OR%20%271%27%3D%271", form(1 << 10));
     let mut g = c.benchmark_group("waf");
-    let mut agents: Vec<(&str, &'static str)> =
-        vec![("no_filter", "plain"), ("baseline", "baseline")];
+    let mut agents: Vec<(&str, &'static str)> = vec![
+        ("no_filter", "plain"),
+        ("baseline", "baseline"),
+        ("baseline_fresh_preinit", "baseline-fresh"),
+        ("baseline_fresh_no_preinit", "baseline-fresh-raw"),
+    ];
     if crs.is_some() {
         agents.push(("crs_pl1", "crs-echo"));
+        agents.push(("crs_pl1_fresh_preinit", "crs-fresh-echo"));
     }
     for (label, agent) in agents {
         for (size, name) in [(1usize << 10, "clean_1KiB"), (64 << 10, "clean_64KiB")] {

@@ -42,27 +42,27 @@ stale() {
     [ ! -f "$file" ] || [ -n "$(find "$@" "$wit" -type f -newer "$file" -print -quit)" ]
 }
 
-build_c() { # NAME
-    local name="$1" dir="$work/c-$1"
+build_c() { # NAME [WORLD]
+    local name="$1" world="${2:-agent}" dir="$work/c-$1"
     stale "$out/$name-c.wasm" "$root/guests/c/$name.c" "$root/guests/c/wharf_guest.h" || return 0
     rm -rf "$dir" && mkdir -p "$dir"
-    "$WHARF_BIN" bindgen --lang c --out "$dir/bindings" >/dev/null
+    "$WHARF_BIN" bindgen --lang c --world "$world" --out "$dir/bindings" >/dev/null
     clang --target=wasm32-wasi --sysroot=/usr -mexec-model=reactor -O2 -Wall -Wextra -Werror \
         -Wno-unused-function -Wl,--strip-debug -I "$dir/bindings" \
-        "$root/guests/c/$name.c" "$dir/bindings/agent.c" "$dir/bindings/agent_component_type.o" \
+        "$root/guests/c/$name.c" "$dir/bindings/$world.c" "$dir/bindings/${world}_component_type.o" \
         -o "$dir/core.wasm"
-    "$WHARF_BIN" componentize "$dir/core.wasm" --out "$out/$name-c.wasm" >/dev/null
+    "$WHARF_BIN" componentize "$dir/core.wasm" --world "$world" --out "$out/$name-c.wasm" >/dev/null
 }
 
-build_go() { # NAME
-    local name="$1" dir="$work/go-$1"
+build_go() { # NAME [WORLD]
+    local name="$1" world="${2:-agent}" dir="$work/go-$1"
     stale "$out/$name-go.wasm" "$root/guests/go/$name" "$root/guests/go/wharfguest" || return 0
     rm -rf "$dir" && mkdir -p "$dir"
-    "$WHARF_BIN" bindgen --lang go --out "$dir" >/dev/null
+    "$WHARF_BIN" bindgen --lang go --world "$world" --out "$dir" >/dev/null
     cp -r "$root/guests/go/wharfguest" "$root/guests/go/$name/export_wit_world" "$dir/"
     (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOOS=wasip1 GOARCH=wasm \
         go build -buildmode=c-shared -ldflags='-checklinkname=0 -s' -o core.wasm .)
-    "$WHARF_BIN" componentize "$dir/core.wasm" --out "$out/$name-go.wasm" >/dev/null
+    "$WHARF_BIN" componentize "$dir/core.wasm" --world "$world" --out "$out/$name-go.wasm" >/dev/null
 }
 
 build_py() { # NAME [WORLD]
@@ -86,7 +86,9 @@ for name in echo classify; do
     build_py "$name"
     build_js "$name"
 done
-# Filters (the `filter` world) in Python and JavaScript.
+# The same filter (the `filter` world) in every language but Rust.
+build_c filter filter
+build_go filter filter
 build_py filter filter
 build_js filter filter
 echo "$root/target/guests/wasm32-wasip2/release"

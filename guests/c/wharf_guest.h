@@ -1,5 +1,7 @@
-// wharf_guest.h: small helpers for C agents on Wharf, used with the bindings
-// that `wharf bindgen --lang c` generates (agent.h). Header-only.
+// wharf_guest.h: small helpers for C agents and filters on Wharf, used with
+// the bindings that `wharf bindgen --lang c` generates (agent.h; filter.h
+// with `--world filter`: define WHARF_FILTER before including this).
+// Header-only.
 //
 // The request `head` is a MessagePack map of strings; request and response
 // headers are a MessagePack array of [name, value] pairs. These helpers read
@@ -12,7 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef WHARF_FILTER
+#include "filter.h"
+typedef filter_list_u8_t wg_list;
+#else
 #include "agent.h"
+typedef agent_list_u8_t wg_list;
+#endif
 
 // A borrowed byte string.
 typedef struct {
@@ -108,7 +116,7 @@ static bool wg_read_str(const uint8_t **p, const uint8_t *end, wg_str *out) {
 
 // Looks `key` up in the request head ("method", "path", "query", "id",
 // "client", "affinity"). False when absent or malformed.
-static bool wg_head_get(const agent_list_u8_t *head, const char *key, wg_str *out) {
+static bool wg_head_get(const wg_list *head, const char *key, wg_str *out) {
   const uint8_t *p = head->ptr, *end = head->ptr + head->len;
   uint64_t fields;
   if (!wg_read_len(&p, end, 0x80, &fields)) return false;
@@ -126,7 +134,7 @@ static bool wg_head_get(const agent_list_u8_t *head, const char *key, wg_str *ou
 
 // Starts a header list holding the pairs of `headers` (request encoding)
 // plus room for `extra` pairs the caller appends with wg_put_header.
-static bool wg_headers_extend(const agent_list_u8_t *headers, uint64_t extra, wg_buf *out) {
+static bool wg_headers_extend(const wg_list *headers, uint64_t extra, wg_buf *out) {
   const uint8_t *p = headers->ptr, *end = headers->ptr + headers->len;
   uint64_t pairs = 0;
   if (headers->len && !wg_read_len(&p, end, 0x90, &pairs)) return false;
@@ -152,18 +160,20 @@ static void wg_put_header(wg_buf *out, const char *name, const uint8_t *value, s
 }
 
 // Moves a buffer into a list the bindings will free.
-static agent_list_u8_t wg_into_list(wg_buf *b) {
-  agent_list_u8_t list = {b->ptr, b->len};
+static wg_list wg_into_list(wg_buf *b) {
+  wg_list list = {b->ptr, b->len};
   b->ptr = NULL;
   b->len = b->cap = 0;
   return list;
 }
 
+#ifndef WHARF_FILTER
 // Sets an error case with a copied message.
 static bool wg_error(agent_error_t *err, uint8_t tag, const char *message) {
   err->tag = tag;
   agent_string_dup(&err->val.bad_request, message);
   return false;
 }
+#endif
 
 #endif

@@ -17,6 +17,10 @@ pub use crate::filter_bindings::Guest;
 pub use crate::filter_bindings::wharf::plugin::filtering::{
     Audit, Decision, HeaderOp, Phases, Redirect, Verdict,
 };
+/// A filter that also builds its start-up state once, at load time, for
+/// the host to snapshot (the `filter-preinit` world); export it with
+/// [`crate::export_filter_preinit!`].
+pub use crate::filter_preinit_bindings::Guest as PreinitGuest;
 
 use crate::Response;
 

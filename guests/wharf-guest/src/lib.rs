@@ -39,12 +39,30 @@ pub mod filter_bindings {
     });
 }
 
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)] // the response-body hook's lowered ABI
+pub mod filter_preinit_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "filter-preinit",
+        pub_export_macro: true,
+        export_macro_name: "export_filter_preinit",
+        default_bindings_module: "wharf_guest::filter_preinit_bindings",
+        with: {
+            "wharf:plugin/host@0.2.0": crate::bindings::wharf::plugin::host,
+            "wharf:plugin/types@0.2.0": crate::bindings::wharf::plugin::types,
+            "wharf:plugin/filtering@0.2.0": crate::filter_bindings::wharf::plugin::filtering,
+        },
+    });
+}
+
 pub mod filter;
 
 pub use bindings::wharf::plugin::host::{self, Level, config, log};
 pub use bindings::wharf::plugin::types::Skill;
 pub use bindings::{Card, Error, Guest, Health, Request, Response, export_agent};
 pub use filter_bindings::export_filter;
+pub use filter_preinit_bindings::export_filter_preinit;
 
 impl Card {
     /// A card with no skills.

@@ -26,6 +26,7 @@ pub(super) const FILTER: &[&str] = &[
     "breaker",
     "config",
     "files",
+    "preinit",
 ];
 
 /// What happens when a filter fails (traps, runs past its deadline or its
@@ -82,6 +83,10 @@ pub struct FilterPolicy {
     /// A directory the filter reads at `/files` (read-only): its rule
     /// files. Relative to the configuration file.
     pub files: Option<PathBuf>,
+    /// Run a `filter-preinit` component's `preinit` at load time and start
+    /// every instance from its snapshot (default); `preinit #false` loads
+    /// the component as it is.
+    pub preinit: bool,
 }
 
 impl Default for FilterPolicy {
@@ -99,6 +104,7 @@ impl Default for FilterPolicy {
             body_limit: None,
             values: Arc::default(),
             files: None,
+            preinit: true,
         }
     }
 }
@@ -135,6 +141,7 @@ impl Walker {
                 "breaker" => self.breaker(child, &mut policy.breaker),
                 "config" => policy.values = Arc::new(self.values(child)),
                 "files" => policy.files = self.string(child).map(|(dir, _)| dir.into()),
+                "preinit" => set(&mut policy.preinit, self.boolean(child)),
                 _ => self.unknown(child, &format!("in `filter \"{name}\"`"), FILTER),
             }
         }

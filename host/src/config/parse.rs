@@ -345,6 +345,19 @@ impl Walker {
         }
     }
 
+    /// `#true` or `#false`.
+    pub(super) fn boolean(&mut self, node: &KdlNode) -> Option<bool> {
+        let entry = self.sole_entry(node, false)?;
+        match entry.value() {
+            KdlValue::Bool(b) => Some(*b),
+            _ => {
+                let key = node.name().value();
+                self.wrong_type(entry, &format!("`{key}` expects #true or #false"));
+                None
+            }
+        }
+    }
+
     /// `cache "dir"` or `cache #false`.
     fn cache(&mut self, node: &KdlNode) -> Option<Cache> {
         let entry = self.sole_entry(node, false)?;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::{AgentEntry, CardInfo, FilterEntry, Origin, Snapshot, valid_agent_name};
-use crate::config::{Config, format_size};
-use crate::runtime::{CacheOutcome, GuestIdentity, Prepared, Runtime};
+use crate::config::{Config, FilterPolicy, format_size};
+use crate::runtime::{CacheOutcome, FilterPres, GuestIdentity, Prepared, Runtime, wants_preinit};
 
 /// A file the loader did not load, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,6 +194,31 @@ fn check_chains(snapshot: &mut Snapshot) {
     }
 }
 
+/// The filter in `bytes` after its `preinit` ran, snapshotted, compiled
+/// and type-checked again.
+fn preinitialized(
+    runtime: &Runtime,
+    bytes: &[u8],
+    sha256: &[u8; 32],
+    identity: GuestIdentity,
+    policy: &FilterPolicy,
+) -> Result<FilterPres, String> {
+    let (component, _) = runtime.preinitialize(bytes, sha256, identity, &policy.limits)?;
+    match runtime.prepare(&component)? {
+        Prepared::Filter(pres) => Ok(pres),
+        Prepared::Agent(_) => Err("its pre-initialized snapshot is no longer a filter".into()),
+    }
+}
+
+/// A filter's identity: its name, config and files.
+fn filter_identity(name: &str, policy: &FilterPolicy) -> GuestIdentity {
+    GuestIdentity {
+        name: name.to_string(),
+        values: policy.values.clone(),
+        files: policy.files.clone(),
+    }
+}
+
 fn load_one(
     runtime: &Runtime,
     config: &Config,
@@ -228,10 +253,13 @@ fn load_one(
                     dir.display()
                 ));
             }
-            let identity = GuestIdentity {
-                name: name.to_string(),
-                values: policy.values.clone(),
-                files: policy.files.clone(),
+            let identity = filter_identity(name, &policy);
+            let (pres, preinit_ms) = if policy.preinit && wants_preinit(&component) {
+                let began = std::time::Instant::now();
+                let pres = preinitialized(runtime, &bytes, &sha256, identity.clone(), &policy)?;
+                (pres, Some(began.elapsed().as_millis() as u64))
+            } else {
+                (pres, None)
             };
             let image = runtime.filter_image(pres, identity, policy.limits);
             let phases = image
@@ -246,6 +274,7 @@ fn load_one(
                 digest = %origin.digest,
                 phases = ?phases.names(),
                 compiled = outcome_str(outcome),
+                preinit_ms,
                 load_ms = started.elapsed().as_millis() as u64,
                 "loaded filter from `{}`",
                 path.display()

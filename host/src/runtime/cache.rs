@@ -104,12 +104,24 @@ impl ArtifactCache {
         bytes: &[u8],
         sha256: &[u8; 32],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let path = self.entry(sha256);
+        self.get_or_build(engine, sha256, || Component::new(engine, bytes))
+    }
+
+    /// The component stored under `key`, or else the one `build` makes,
+    /// stored under `key`: for components derived from inputs that `key`
+    /// digests (a pre-initialized snapshot), so a hit skips the deriving.
+    pub fn get_or_build(
+        &self,
+        engine: &Engine,
+        key: &[u8; 32],
+        build: impl FnOnce() -> wasmtime::Result<Component>,
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let path = self.entry(key);
         if let Some(component) = self.load(engine, &path) {
             self.stats.hits.fetch_add(1, Ordering::Relaxed);
             return Ok((component, CacheOutcome::Hit));
         }
-        let component = Component::new(engine, bytes)?;
+        let component = build()?;
         match self.store(&path, &component) {
             Ok(()) => {
                 self.stats.stores.fetch_add(1, Ordering::Relaxed);

@@ -9,6 +9,7 @@ mod call;
 mod convert;
 mod engine;
 mod filter;
+mod preinit;
 mod state;
 
 use sha2::Digest;
@@ -21,6 +22,7 @@ pub use call::{AgentImage, CallError, Live};
 pub use convert::{decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings};
 pub use filter::{FilterImage, FilterLive};
+pub use preinit::wants_preinit;
 pub use state::{GuestIdentity, GuestState};
 
 use crate::config::Limits;

@@ -16,7 +16,7 @@ const MAX_LOG_MESSAGE: usize = 4096;
 
 /// What a guest may know about itself: its name and its config values;
 /// and the one capability a filter may be granted: a directory it reads.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct GuestIdentity {
     pub name: String,
     pub values: Arc<BTreeMap<String, String>>,

@@ -137,3 +137,52 @@ async fn a_configured_cache_that_cannot_be_created_stops_the_start_with_its_reas
     assert!(text.contains("cannot use the cache directory"), "{text}");
     assert!(text.contains("a-file"), "{text}");
 }
+
+/// A pre-initialized filter's snapshot is cached under its inputs: a second
+/// start with the same component, config and files loads it without
+/// running `preinit` (no new entry however often it starts), and a changed
+/// rule file makes a new snapshot.
+#[test]
+fn a_preinitialized_snapshot_is_cached_under_its_inputs() {
+    let agents = agents_dir(&["waf"]);
+    let rules = tempfile::tempdir().unwrap();
+    let file = rules.path().join("custom.conf");
+    std::fs::write(
+        &file,
+        "SecRule ARGS:q \"@streq a\" \"id:5001,phase:2,deny\"\n",
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let kdl = format!(
+        "filter \"waf\" {{\n  files \"{}\"\n  config {{ rules \"custom.conf\" }}\n}}\n",
+        rules.path().display()
+    );
+    let load = || {
+        let mut runtime = Runtime::new(&test_engine()).unwrap();
+        runtime.use_cache(cache.path()).unwrap();
+        let cfg = config(agents.path(), &kdl);
+        let snapshot = wharf::registry::load_dir(&runtime, &cfg, agents.path()).unwrap();
+        assert!(snapshot.refused.is_empty(), "{:?}", snapshot.refused);
+        let stats = &runtime.cache().unwrap().stats;
+        (
+            stats.hits.load(Ordering::Relaxed),
+            stats.stores.load(Ordering::Relaxed),
+        )
+    };
+    // The component, then its snapshot.
+    assert_eq!(load(), (0, 2));
+    let files = entries(cache.path());
+    assert_eq!(load(), (2, 0));
+    assert_eq!(entries(cache.path()), files);
+    std::fs::write(
+        &file,
+        "SecRule ARGS:q \"@streq b\" \"id:5001,phase:2,deny\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        load(),
+        (1, 1),
+        "the component is cached, the snapshot is new"
+    );
+    assert_eq!(entries(cache.path()).len(), files.len() + 1);
+}

@@ -242,19 +242,20 @@ async fn every_language_classifies_alike() {
     server.stop().await;
 }
 
-/// The same filter written in Python and in JavaScript, each in a chain in
-/// front of `mirror`: it blocks an admin path naming its rule, passes
-/// metadata to the agent and marks the response.
+/// The same filter written in C, Go, Python and JavaScript, each in a
+/// chain in front of `mirror`: it blocks an admin path naming its rule,
+/// passes metadata to the agent and marks the response.
 #[tokio::test(flavor = "multi_thread")]
-async fn filters_in_python_and_javascript_keep_the_filter_contract() {
-    let dir = agents_dir(&["mirror", "filter-py", "filter-js"]);
-    for (filter, lang) in [("filter-py", "py"), ("filter-js", "js")] {
+async fn filters_in_every_language_keep_the_filter_contract() {
+    let dir = agents_dir(&["mirror", "filter-c", "filter-go", "filter-py", "filter-js"]);
+    for lang in LANGS {
+        let filter = format!("filter-{lang}");
         let text = format!("filters \"{filter}\"\nfilter \"{filter}\" {{ deadline \"5s\" }}\n");
         let server = Server::start(config(dir.path(), &text)).await;
         let reply = get(&server.url("/agents/mirror/admin/users")).await;
         assert_eq!(reply.status, 403, "{filter}: {}", reply.text());
         assert_eq!(reply.json()["error"]["code"], "forbidden");
-        let label = if lang == "py" { "python" } else { "js" };
+        let label = if lang == "py" { "python" } else { lang };
         assert!(
             reply.headers.get("x-filtered-by").is_none(),
             "the deciding filter's chain ended"

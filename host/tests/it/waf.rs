@@ -237,18 +237,87 @@ agent "mirror" {{
     );
     server.stop().await;
 
-    // A rule file outside the granted directory cannot be read: the filter
-    // fails, closed (503), and the host keeps serving other routes.
+    // A rule file outside the granted directory cannot be read. Named by a
+    // route, the filter fails there, closed (503), and the host keeps
+    // serving the other routes through the same filter.
     let extra = format!(
-        "filter \"waf\" {{\n  files \"{}\"\n  config {{ rules \"../../etc/passwd\" }}\n}}\nagent \"echo\" {{ filters #false }}\n",
+        "filter \"waf\" {{\n  files \"{}\"\n  config {{ rules \"custom.conf\" }}\n}}\nagent \"mirror\" {{\n  filter-config \"waf\" {{ rules \"../../etc/passwd\" }}\n}}\n",
         rules.path().display()
     );
     let server = waf_server(dir.path(), &extra).await;
     let reply = get(&server.url("/agents/mirror")).await;
     assert_eq!(reply.status, 503, "{}", reply.text());
     assert_eq!(reply.error_code(), "filter_failed");
+    assert!(!reply.text().contains("passwd"), "{}", reply.text());
+    assert_eq!(post(&server.url("/agents/echo"), "up").await.text(), "up");
+    assert_eq!(
+        get(&server.url("/agents/echo?q=forbidden")).await.status,
+        451
+    );
+    server.stop().await;
+
+    // Named by the filter's own config, it fails the filter's `preinit` at
+    // load: the filter is refused with the reason, and so is every agent
+    // whose chain names it (never served unfiltered).
+    let extra = format!(
+        "filter \"waf\" {{\n  files \"{}\"\n  config {{ rules \"../../etc/passwd\" }}\n}}\nagent \"echo\" {{ filters #false }}\n",
+        rules.path().display()
+    );
+    let server = waf_server(dir.path(), &extra).await;
+    let refused = server.pipeline().registry().snapshot().refused.clone();
+    let reasons: Vec<&str> = refused.iter().map(|r| r.reason.as_str()).collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("preinit() failed")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("agent `mirror`")),
+        "{reasons:?}"
+    );
+    assert_eq!(get(&server.url("/agents/mirror")).await.status, 404);
     assert_eq!(post(&server.url("/agents/echo"), "up").await.text(), "up");
     server.stop().await;
+}
+
+/// A `filter-preinit` filter compiles its rules once, at load, into the
+/// snapshot every instance starts from. Shown by removing the rule file
+/// after load: fresh instances (one per request) still enforce the rules
+/// from the snapshot; with `preinit #false` each fresh instance reads the
+/// file itself, and now fails (closed: 503).
+#[tokio::test(flavor = "multi_thread")]
+async fn preinit_compiles_the_rules_once_for_every_fresh_instance() {
+    let dir = agents_dir(&["mirror", "waf"]);
+    for preinit in [true, false] {
+        let rules = tempfile::tempdir().unwrap();
+        let file = rules.path().join("custom.conf");
+        std::fs::write(
+            &file,
+            "SecRuleEngine On\nSecRule ARGS:q \"@streq forbidden\" \"id:5001,phase:2,deny,status:451,msg:'custom rule'\"\n",
+        )
+        .unwrap();
+        let extra = format!(
+            "filter \"waf\" {{\n  preinit #{preinit}\n  files \"{}\"\n  config {{ rules \"custom.conf\" }}\n}}\n",
+            rules.path().display()
+        );
+        let server = waf_server(dir.path(), &extra).await;
+        std::fs::remove_file(&file).unwrap();
+        for _ in 0..3 {
+            let (query, form) = query_and_form(&server, "forbidden").await;
+            let (clean, _) = query_and_form(&server, "allowed").await;
+            if preinit {
+                assert_eq!(query.status, 451, "{}", query.text());
+                assert_eq!(form.status, 451, "{}", form.text());
+                assert_eq!(query.json()["error"]["rule_ids"][0], "5001");
+                assert_eq!(clean.status, 200, "{}", clean.text());
+            } else {
+                assert_eq!(query.status, 503, "{}", query.text());
+                assert_eq!(form.status, 503, "{}", form.text());
+                assert_eq!(query.error_code(), "filter_failed");
+                assert_eq!(clean.status, 503, "{}", clean.text());
+            }
+        }
+        server.stop().await;
+    }
 }
 
 /// The OWASP Core Rule Set 3.3 from Debian (the test command installs

@@ -297,7 +297,21 @@ fn has_body(headers: &[u8]) -> bool {
 
 struct Waf;
 
-impl wharf_guest::filter::Guest for Waf {
+unsafe extern "C" {
+    /// wasi-libc's: forgets the preopened directories it has looked up.
+    fn __wasilibc_reset_preopens();
+}
+
+impl wharf_guest::filter::PreinitGuest for Waf {
+    /// Compiles the rule set of the filter's own config at load time; the
+    /// host snapshots the instance, so no instance compiles it again.
+    fn preinit() {
+        warm_up(&engine());
+        // The preopens wasi-libc looked up are handles of this instance,
+        // stale in the snapshot: later rule loads must look them up anew.
+        unsafe { __wasilibc_reset_preopens() }
+    }
+
     fn phases() -> Phases {
         let mut p = Phases::REQUEST_HEADERS | Phases::REQUEST_BODY;
         if config("response").as_deref() == Some("on") {
@@ -358,6 +372,56 @@ impl wharf_guest::filter::Guest for Waf {
     }
 }
 
+/// Inputs `preinit` runs through the engine: one clean request, then one
+/// of each attack class the baseline names. Matching builds each regex's
+/// lazy search state (and, for a match, its capture state); run here, that
+/// state is in the snapshot instead of being built by every fresh instance.
+const WARM_UP: &[&str] = &[
+    "wharf",
+    "1' OR '1'='1",
+    "<script>alert(1)</script>",
+    "../../../../etc/passwd",
+    "; cat /etc/passwd",
+    "${jndi:ldap://x/a}",
+];
+
+/// Runs the [`WARM_UP`] inputs as query and form values through every
+/// phase, each in its own transaction.
+fn warm_up(engine: &Engine) {
+    for input in WARM_UP {
+        let encoded: String = input
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'_' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let body = format!("name=wharf&q={encoded}");
+        let mut tx = engine.modsec.new_transaction();
+        let _ = tx.process_uri(&format!("/warm-up?q={encoded}"), "POST", "HTTP/1.1");
+        let length = body.len().to_string();
+        for (name, value) in [
+            ("host", "localhost"),
+            ("user-agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/156.0"),
+            ("accept", "*/*"),
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("content-length", length.as_str()),
+            ("cookie", "session=wharf"),
+        ] {
+            let _ = tx.add_request_header(name, value);
+        }
+        let _ = tx.process_request_headers();
+        let _ = tx.append_request_body(body.as_bytes());
+        let _ = tx.process_request_body();
+        let _ = tx.add_response_header("content-type", "text/plain");
+        let _ = tx.process_response_headers();
+        let _ = tx.append_response_body(b"warm");
+        let _ = tx.process_response_body();
+    }
+}
+
 /// The audit data of `a` with the decision and flags of `b` added.
 fn merge(a: Verdict, mut b: Verdict) -> Verdict {
     let mut out = a;
@@ -378,4 +442,4 @@ fn merge(a: Verdict, mut b: Verdict) -> Verdict {
     out
 }
 
-wharf_guest::export_filter!(Waf);
+wharf_guest::export_filter_preinit!(Waf);
