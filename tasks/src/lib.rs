@@ -1,0 +1,14 @@
+//! A2A tasks: the protocol's task model and where tasks are kept. The
+//! [`TaskStore`] trait is what the host's A2A transport uses;
+//! [`SqliteStore`] keeps tasks, their history and artifacts in an embedded
+//! SQLite database, so a restart keeps every task.
+
+mod model;
+mod sqlite;
+mod store;
+
+pub use model::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
+pub use sqlite::SqliteStore;
+pub use store::{
+    Durability, ListQuery, Retention, StoreError, StoreOptions, TaskPage, TaskStore, Written,
+};

@@ -1,0 +1,534 @@
+//! The embedded task store: SQLite (bundled) in WAL mode, one writer
+//! thread that commits whatever is queued in one transaction (group commit:
+//! concurrent saves share an fsync), readers from a small connection pool,
+//! and unfinished tasks served from memory.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use dashmap::DashMap;
+use rusqlite::types::Value;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params, params_from_iter};
+use tokio::sync::oneshot;
+
+use crate::model::Task;
+use crate::store::{
+    Durability, ListQuery, Retention, StoreError, StoreOptions, TaskPage, TaskStore, Written,
+    WrittenInner, trimmed,
+};
+
+/// The schema this build writes; a database with a higher version is
+/// refused rather than misread.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    agent      TEXT    NOT NULL,
+    id         TEXT    NOT NULL,
+    context_id TEXT    NOT NULL,
+    state      INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    body       BLOB    NOT NULL,
+    UNIQUE (agent, id)
+);
+CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (agent, updated_ms);
+CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (agent, context_id, updated_ms);
+PRAGMA user_version = 1;
+";
+
+const UPSERT: &str = "
+INSERT INTO tasks (agent, id, context_id, state, updated_ms, body)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (agent, id) DO UPDATE SET
+    context_id = excluded.context_id, state = excluded.state,
+    updated_ms = excluded.updated_ms, body = excluded.body";
+
+/// States a task leaves no more: the only ones retention deletes.
+const TERMINAL: &str = "state IN (3, 4, 5, 7)";
+
+/// How often the writer applies retention while it is busy.
+const RETENTION_EVERY: Duration = Duration::from_secs(1);
+
+/// Most idle read connections kept.
+const MAX_IDLE_READERS: usize = 8;
+
+type Live = DashMap<String, (u64, Arc<Task>)>;
+
+/// A task store in one SQLite file.
+pub struct SqliteStore {
+    path: PathBuf,
+    durability: Durability,
+    /// The writer's queue, and the sequence that orders saves of a task.
+    queue: Mutex<(u64, Sender<Op>)>,
+    /// Tasks saved but not yet known committed, and every unfinished task.
+    live: Arc<Live>,
+    readers: Mutex<Vec<Connection>>,
+    /// Saves queued and not yet settled: a list with none skips waiting
+    /// for the writer.
+    pending: Arc<AtomicU64>,
+    writer: Option<JoinHandle<()>>,
+    /// Saves whose commit failed (each is also logged).
+    pub failed_writes: Arc<AtomicU64>,
+}
+
+enum Op {
+    Put(Put),
+    Sync(SyncSender<()>),
+    Retain(SyncSender<Result<u64, StoreError>>),
+}
+
+struct Put {
+    key: String,
+    seq: u64,
+    agent: String,
+    id: String,
+    context_id: String,
+    state: i64,
+    terminal: bool,
+    updated_ms: i64,
+    body: Vec<u8>,
+    done: Option<oneshot::Sender<Result<(), StoreError>>>,
+}
+
+fn key(agent: &str, id: &str) -> String {
+    format!("{agent}\u{0}{id}")
+}
+
+fn db(e: rusqlite::Error) -> StoreError {
+    StoreError::Database(e.to_string())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn decode(id: &str, body: &[u8]) -> Result<Task, StoreError> {
+    serde_json::from_slice(body).map_err(|e| StoreError::Damaged {
+        id: id.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+impl SqliteStore {
+    /// Opens (creating when absent) the store at `options.path`, and loads
+    /// its unfinished tasks into memory.
+    pub fn open(options: StoreOptions) -> Result<SqliteStore, StoreError> {
+        let path = options.path.clone();
+        let open_err = |reason: String| StoreError::Open {
+            path: path.clone(),
+            reason,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| open_err(e.to_string()))?;
+        }
+        let conn = Connection::open(&path).map_err(|e| open_err(e.to_string()))?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| open_err(e.to_string()))?;
+        if version > SCHEMA_VERSION {
+            return Err(open_err(format!(
+                "it was written by a newer Wharf (schema {version}; this one knows {SCHEMA_VERSION})"
+            )));
+        }
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .map_err(|e| open_err(e.to_string()))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(open_err(format!("WAL mode is unavailable (got `{mode}`)")));
+        }
+        conn.pragma_update(None, "synchronous", "FULL")
+            .and_then(|()| conn.busy_timeout(Duration::from_secs(5)))
+            .and_then(|()| conn.execute_batch(SCHEMA))
+            .map_err(|e| open_err(e.to_string()))?;
+        let live = Arc::new(Live::new());
+        load_unfinished(&conn, &live).map_err(|e| open_err(e.to_string()))?;
+        let (tx, rx) = mpsc::channel();
+        let failed_writes = Arc::new(AtomicU64::new(0));
+        let pending = Arc::new(AtomicU64::new(0));
+        let writer = Writer {
+            conn,
+            live: live.clone(),
+            pending: pending.clone(),
+            retention: options.retention,
+            batch_max: options.batch_max.max(1),
+            failed: failed_writes.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("wharf-tasks-writer".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| open_err(e.to_string()))?;
+        Ok(SqliteStore {
+            path,
+            durability: options.durability,
+            queue: Mutex::new((0, tx)),
+            live,
+            readers: Mutex::new(Vec::new()),
+            pending,
+            writer: Some(handle),
+            failed_writes,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Unfinished or not yet committed tasks held in memory.
+    pub fn live_tasks(&self) -> usize {
+        self.live.len()
+    }
+
+    fn send(&self, op: Op) -> Result<(), StoreError> {
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        queue.1.send(op).map_err(|_| StoreError::Closed)
+    }
+
+    /// Waits until every save queued before this call is committed (or
+    /// has failed). Blocks: call it where blocking is allowed.
+    pub fn sync(&self) -> Result<(), StoreError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.send(Op::Sync(tx))?;
+        rx.recv().map_err(|_| StoreError::Closed)
+    }
+
+    /// Applies retention now; answers how many tasks it deleted. The
+    /// writer also applies it on its own, at most once a second.
+    pub fn retain_now(&self) -> Result<u64, StoreError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.send(Op::Retain(tx))?;
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+
+    fn reader(&self) -> Result<Reader<'_>, StoreError> {
+        let pooled = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match pooled {
+            Some(conn) => conn,
+            None => {
+                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                let conn = Connection::open_with_flags(&self.path, flags).map_err(db)?;
+                conn.busy_timeout(Duration::from_secs(5)).map_err(db)?;
+                conn
+            }
+        };
+        Ok(Reader {
+            store: self,
+            conn: Some(conn),
+        })
+    }
+}
+
+impl Drop for SqliteStore {
+    /// Closes the queue and waits for the writer to commit what it holds.
+    fn drop(&mut self) {
+        let (closed, _) = mpsc::channel();
+        let queue = self.queue.get_mut().unwrap_or_else(|e| e.into_inner());
+        drop(std::mem::replace(&mut queue.1, closed));
+        if let Some(handle) = self.writer.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// A pooled read connection, returned on drop.
+struct Reader<'a> {
+    store: &'a SqliteStore,
+    conn: Option<Connection>,
+}
+
+impl std::ops::Deref for Reader<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn.as_ref().expect("present until drop")
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        let mut idle = self.store.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < MAX_IDLE_READERS {
+            idle.extend(self.conn.take());
+        }
+    }
+}
+
+fn load_unfinished(conn: &Connection, live: &Live) -> rusqlite::Result<()> {
+    let sql = format!("SELECT agent, id, body FROM tasks WHERE NOT {TERMINAL}");
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, Vec<u8>>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (agent, id, body) = row?;
+        match decode(&id, &body) {
+            Ok(task) => {
+                live.insert(key(&agent, &id), (0, Arc::new(task)));
+            }
+            Err(e) => tracing::warn!(error = %e, "skipping a damaged task"),
+        }
+    }
+    Ok(())
+}
+
+impl TaskStore for SqliteStore {
+    fn save(&self, agent: &str, task: &Task) -> Written {
+        let body = match serde_json::to_vec(task) {
+            Ok(body) => body,
+            Err(e) => return Written::done(Err(StoreError::Database(e.to_string()))),
+        };
+        let (done, rx) = match self.durability {
+            Durability::Commit => {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Some(rx))
+            }
+            Durability::Queued => (None, None),
+        };
+        let key = key(agent, &task.id);
+        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        queue.0 += 1;
+        let seq = queue.0;
+        self.live.insert(key.clone(), (seq, Arc::new(task.clone())));
+        let put = Put {
+            key,
+            seq,
+            agent: agent.to_string(),
+            id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            state: task.status.state.number(),
+            terminal: task.status.state.is_terminal(),
+            updated_ms: now_ms(),
+            body,
+            done,
+        };
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        if queue.1.send(Op::Put(put)).is_err() {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+            return Written::done(Err(StoreError::Closed));
+        }
+        drop(queue);
+        match rx {
+            Some(rx) => Written(WrittenInner::Pending(rx)),
+            None => Written::done(Ok(())),
+        }
+    }
+
+    fn get(&self, agent: &str, id: &str) -> Result<Option<Task>, StoreError> {
+        if let Some(entry) = self.live.get(&key(agent, id)) {
+            return Ok(Some(Task::clone(&entry.1)));
+        }
+        let conn = self.reader()?;
+        let body: Option<Vec<u8>> = conn
+            .prepare_cached("SELECT body FROM tasks WHERE agent = ?1 AND id = ?2")
+            .and_then(|mut s| s.query_row(params![agent, id], |r| r.get(0)).optional())
+            .map_err(db)?;
+        body.map(|b| decode(id, &b)).transpose()
+    }
+
+    fn list(&self, agent: &str, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        if self.pending.load(Ordering::Acquire) > 0 {
+            self.sync()?;
+        }
+        let mut filter = String::from("agent = ?");
+        let mut args = vec![Value::Text(agent.to_string())];
+        if let Some(context) = &query.context_id {
+            filter.push_str(" AND context_id = ?");
+            args.push(Value::Text(context.clone()));
+        }
+        if let Some(state) = query.state {
+            filter.push_str(" AND state = ?");
+            args.push(Value::Integer(state.number()));
+        }
+        if let Some(after) = query.updated_after_ms {
+            filter.push_str(" AND updated_ms >= ?");
+            args.push(Value::Integer(after));
+        }
+        let conn = self.reader()?;
+        let total: i64 = conn
+            .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {filter}"))
+            .and_then(|mut s| s.query_row(params_from_iter(&args), |r| r.get(0)))
+            .map_err(db)?;
+        if let Some(token) = &query.page_token {
+            let (ms, rowid) = decode_token(token)?;
+            filter.push_str(" AND (updated_ms < ? OR (updated_ms = ? AND rowid < ?))");
+            args.extend([
+                Value::Integer(ms),
+                Value::Integer(ms),
+                Value::Integer(rowid),
+            ]);
+        }
+        let page_size = query.page_size.clamp(1, 100);
+        args.push(Value::Integer(page_size as i64 + 1));
+        let sql = format!(
+            "SELECT rowid, updated_ms, id, body FROM tasks WHERE {filter} \
+             ORDER BY updated_ms DESC, rowid DESC LIMIT ?"
+        );
+        let mut stmt = conn.prepare_cached(&sql).map_err(db)?;
+        let rows = stmt
+            .query_map(params_from_iter(&args), |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Vec<u8>>(3)?,
+                ))
+            })
+            .map_err(db)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db)?;
+        let more = rows.len() > page_size;
+        let mut tasks = Vec::with_capacity(page_size.min(rows.len()));
+        let mut last = None;
+        for (rowid, ms, id, body) in rows.into_iter().take(page_size) {
+            let task = decode(&id, &body)?;
+            tasks.push(trimmed(task, query.history_length, query.include_artifacts));
+            last = Some((ms, rowid));
+        }
+        let next_page_token = match (more, last) {
+            (true, Some((ms, rowid))) => URL_SAFE_NO_PAD.encode(format!("{ms}.{rowid}")),
+            _ => String::new(),
+        };
+        Ok(TaskPage {
+            tasks,
+            next_page_token,
+            page_size,
+            total_size: total as u64,
+        })
+    }
+}
+
+fn decode_token(token: &str) -> Result<(i64, i64), StoreError> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| StoreError::InvalidPageToken)?;
+    let text = String::from_utf8(bytes).map_err(|_| StoreError::InvalidPageToken)?;
+    let (ms, rowid) = text.split_once('.').ok_or(StoreError::InvalidPageToken)?;
+    match (ms.parse(), rowid.parse()) {
+        (Ok(ms), Ok(rowid)) => Ok((ms, rowid)),
+        _ => Err(StoreError::InvalidPageToken),
+    }
+}
+
+/// The one thread that writes.
+struct Writer {
+    conn: Connection,
+    live: Arc<Live>,
+    pending: Arc<AtomicU64>,
+    retention: Retention,
+    batch_max: usize,
+    failed: Arc<AtomicU64>,
+}
+
+impl Writer {
+    fn run(mut self, rx: Receiver<Op>) {
+        let mut last_retention = Instant::now();
+        while let Ok(first) = rx.recv() {
+            let mut ops = vec![first];
+            while ops.len() < self.batch_max {
+                match rx.try_recv() {
+                    Ok(op) => ops.push(op),
+                    Err(_) => break,
+                }
+            }
+            let result = self.commit(&ops);
+            if let Err(e) = &result {
+                tracing::error!(error = %e, writes = ops.len(), "task store: a batch failed to commit");
+            }
+            for op in ops {
+                match op {
+                    Op::Put(put) => self.settle(put, &result),
+                    Op::Sync(tx) => {
+                        let _ = tx.send(());
+                    }
+                    Op::Retain(tx) => {
+                        let _ = tx.send(self.retain());
+                        last_retention = Instant::now();
+                    }
+                }
+            }
+            let wanted = self.retention.max_age.is_some() || self.retention.max_tasks.is_some();
+            if wanted && last_retention.elapsed() >= RETENTION_EVERY {
+                if let Err(e) = self.retain() {
+                    tracing::warn!(error = %e, "task store: retention failed");
+                }
+                last_retention = Instant::now();
+            }
+        }
+    }
+
+    fn commit(&mut self, ops: &[Op]) -> Result<(), StoreError> {
+        if !ops.iter().any(|op| matches!(op, Op::Put(_))) {
+            return Ok(());
+        }
+        let tx = self.conn.transaction().map_err(db)?;
+        {
+            let mut stmt = tx.prepare_cached(UPSERT).map_err(db)?;
+            for op in ops {
+                if let Op::Put(p) = op {
+                    stmt.execute(params![
+                        p.agent,
+                        p.id,
+                        p.context_id,
+                        p.state,
+                        p.updated_ms,
+                        p.body
+                    ])
+                    .map_err(db)?;
+                }
+            }
+        }
+        tx.commit().map_err(db)
+    }
+
+    /// Answers a save; a finished task committed leaves memory unless a
+    /// later save of it is still queued.
+    fn settle(&self, put: Put, result: &Result<(), StoreError>) {
+        match result {
+            Ok(()) if put.terminal => {
+                self.live.remove_if(&put.key, |_, (seq, _)| *seq == put.seq);
+            }
+            Ok(()) => {}
+            Err(_) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+        if let Some(done) = put.done {
+            let _ = done.send(result.clone());
+        }
+    }
+
+    fn retain(&mut self) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        if let Some(age) = self.retention.max_age {
+            let before = now_ms() - age.as_millis() as i64;
+            let sql = format!("DELETE FROM tasks WHERE {TERMINAL} AND updated_ms < ?1");
+            deleted += self.conn.execute(&sql, [before]).map_err(db)? as u64;
+        }
+        if let Some(max) = self.retention.max_tasks {
+            let total: i64 = self
+                .conn
+                .query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get(0))
+                .map_err(db)?;
+            let excess = (total as u64).saturating_sub(max);
+            if excess > 0 {
+                let sql = format!(
+                    "DELETE FROM tasks WHERE rowid IN (SELECT rowid FROM tasks WHERE {TERMINAL} \
+                     ORDER BY updated_ms, rowid LIMIT ?1)"
+                );
+                deleted += self.conn.execute(&sql, [excess as i64]).map_err(db)? as u64;
+            }
+        }
+        Ok(deleted)
+    }
+}

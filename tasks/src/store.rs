@@ -1,0 +1,173 @@
+//! The task store's interface, whatever keeps the tasks: saving with a
+//! stated durability, reading one task, listing with filters and keyset
+//! pagination, and the options (durability, retention) a store runs with.
+//! [`crate::SqliteStore`] is the embedded implementation; a shared server
+//! database for several nodes fits behind the same trait.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use crate::model::{Task, TaskState};
+
+/// What can go wrong with a store.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum StoreError {
+    /// The database could not be opened or is not one Wharf can use.
+    #[error("cannot open the task store `{path}`: {reason}")]
+    Open { path: PathBuf, reason: String },
+    /// A read or write failed.
+    #[error("task store: {0}")]
+    Database(String),
+    /// A stored task could not be read back.
+    #[error("task store: task `{id}` is damaged: {reason}")]
+    Damaged { id: String, reason: String },
+    /// A `pageToken` this store did not issue.
+    #[error("invalid page token")]
+    InvalidPageToken,
+    /// The store has shut down.
+    #[error("task store is closed")]
+    Closed,
+}
+
+/// When a save is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// After the write is committed to disk (fsync): nothing answered is
+    /// ever lost. The writer commits queued writes together, so many
+    /// concurrent saves share one fsync.
+    #[default]
+    Commit,
+    /// As soon as the write is queued: faster answers, and a crash can lose
+    /// the writes of the last batch not yet committed (milliseconds).
+    Queued,
+}
+
+/// Which finished tasks are deleted. Tasks that are not in a terminal
+/// state (submitted, working, input-required, auth-required) are never
+/// evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Retention {
+    /// Finished tasks not updated for this long are deleted.
+    pub max_age: Option<Duration>,
+    /// Beyond this many tasks in all, the oldest finished ones are deleted.
+    pub max_tasks: Option<u64>,
+}
+
+/// How a store runs.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub path: PathBuf,
+    pub durability: Durability,
+    pub retention: Retention,
+    /// Most writes committed in one transaction.
+    pub batch_max: usize,
+}
+
+impl StoreOptions {
+    pub fn new(path: impl Into<PathBuf>) -> StoreOptions {
+        StoreOptions {
+            path: path.into(),
+            durability: Durability::default(),
+            retention: Retention::default(),
+            batch_max: 1024,
+        }
+    }
+}
+
+/// Filters and paging of a `ListTasks` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    pub context_id: Option<String>,
+    pub state: Option<TaskState>,
+    /// 1–100 (the protocol's bounds; larger asks are capped).
+    pub page_size: usize,
+    pub page_token: Option<String>,
+    /// The most recent messages of each task's history to include.
+    pub history_length: Option<usize>,
+    /// Only tasks updated at or after this time (milliseconds since the epoch).
+    pub updated_after_ms: Option<i64>,
+    pub include_artifacts: bool,
+}
+
+impl Default for ListQuery {
+    fn default() -> Self {
+        ListQuery {
+            context_id: None,
+            state: None,
+            page_size: 50,
+            page_token: None,
+            history_length: None,
+            updated_after_ms: None,
+            include_artifacts: false,
+        }
+    }
+}
+
+/// One page of tasks, most recently updated first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskPage {
+    pub tasks: Vec<Task>,
+    /// Empty when this is the last page.
+    pub next_page_token: String,
+    pub page_size: usize,
+    /// Tasks matching the filters, on all pages.
+    pub total_size: u64,
+}
+
+/// A save in flight: resolves when it is as durable as the store promises.
+#[must_use = "a save is only known to be durable once awaited"]
+pub struct Written(pub(crate) WrittenInner);
+
+pub(crate) enum WrittenInner {
+    Done(Result<(), StoreError>),
+    Pending(oneshot::Receiver<Result<(), StoreError>>),
+}
+
+impl Written {
+    pub(crate) fn done(result: Result<(), StoreError>) -> Written {
+        Written(WrittenInner::Done(result))
+    }
+
+    /// Waits for the write.
+    pub async fn wait(self) -> Result<(), StoreError> {
+        match self.0 {
+            WrittenInner::Done(result) => result,
+            WrittenInner::Pending(rx) => rx.await.unwrap_or(Err(StoreError::Closed)),
+        }
+    }
+
+    /// Waits for the write on a thread that may block (not a runtime worker).
+    pub fn wait_blocking(self) -> Result<(), StoreError> {
+        match self.0 {
+            WrittenInner::Done(result) => result,
+            WrittenInner::Pending(rx) => rx.blocking_recv().unwrap_or(Err(StoreError::Closed)),
+        }
+    }
+}
+
+/// Where A2A tasks live. Tasks are kept per agent: the same task id under
+/// two agents names two tasks.
+pub trait TaskStore: Send + Sync {
+    /// Records `task` for `agent`, new or changed.
+    fn save(&self, agent: &str, task: &Task) -> Written;
+    /// The task, or `None` when `agent` has no task `id`.
+    fn get(&self, agent: &str, id: &str) -> Result<Option<Task>, StoreError>;
+    /// One page of `agent`'s tasks matching `query`, with every earlier
+    /// save visible.
+    fn list(&self, agent: &str, query: &ListQuery) -> Result<TaskPage, StoreError>;
+}
+
+/// `task` as a list or get answers it: at most `history` recent messages,
+/// artifacts only when asked.
+pub(crate) fn trimmed(mut task: Task, history: Option<usize>, artifacts: bool) -> Task {
+    if let Some(n) = history {
+        let drop = task.history.len().saturating_sub(n);
+        task.history.drain(..drop);
+    }
+    if !artifacts {
+        task.artifacts.clear();
+    }
+    task
+}

@@ -1,0 +1,308 @@
+//! The SQLite task store against a real database file: tasks survive a
+//! reopen, pages and filters, history and artifact trimming, retention,
+//! concurrent saves under group commit, and files it must refuse.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wharf_tasks::{
+    Artifact, Durability, ListQuery, Message, Part, Retention, Role, SqliteStore, StoreError,
+    StoreOptions, Task, TaskState, TaskStatus, TaskStore,
+};
+
+fn task(id: &str, context: &str, state: TaskState) -> Task {
+    Task {
+        id: id.into(),
+        context_id: context.into(),
+        status: TaskStatus {
+            state,
+            message: None,
+            timestamp: Some("2026-11-22T10:00:00.000Z".into()),
+        },
+        artifacts: vec![Artifact {
+            artifact_id: format!("{id}-a"),
+            name: Some("answer".into()),
+            description: None,
+            parts: vec![Part::text("42")],
+            metadata: None,
+            extensions: vec![],
+        }],
+        history: (0..3)
+            .map(|n| Message {
+                message_id: format!("{id}-m{n}"),
+                context_id: Some(context.into()),
+                task_id: Some(id.into()),
+                role: if n % 2 == 0 { Role::User } else { Role::Agent },
+                parts: vec![Part::text(format!("turn {n}"))],
+                metadata: None,
+                extensions: vec![],
+                reference_task_ids: vec![],
+            })
+            .collect(),
+        metadata: None,
+    }
+}
+
+fn open(path: &Path) -> SqliteStore {
+    SqliteStore::open(StoreOptions::new(path)).unwrap()
+}
+
+#[test]
+fn a_reopened_store_has_every_task_and_serves_unfinished_ones_from_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data/tasks.db");
+    {
+        let store = open(&path);
+        for (n, state) in TaskState::ALL.into_iter().enumerate() {
+            let t = task(&format!("t{n}"), "c", state);
+            store.save("echo", &t).wait_blocking().unwrap();
+        }
+        // The same id under another agent is another task.
+        store
+            .save("other", &task("t0", "x", TaskState::Completed))
+            .wait_blocking()
+            .unwrap();
+        assert_eq!(store.get("echo", "t3").unwrap().unwrap().id, "t3");
+    }
+    let store = open(&path);
+    for (n, state) in TaskState::ALL.into_iter().enumerate() {
+        let got = store.get("echo", &format!("t{n}")).unwrap().unwrap();
+        assert_eq!(got, task(&format!("t{n}"), "c", state));
+    }
+    assert_eq!(store.get("other", "t0").unwrap().unwrap().context_id, "x");
+    assert_eq!(store.get("echo", "absent").unwrap(), None);
+    assert_eq!(store.get("absent", "t0").unwrap(), None);
+    // Submitted, working, input-required, auth-required and unspecified.
+    assert_eq!(store.live_tasks(), 5);
+}
+
+#[test]
+fn lists_page_filter_and_trim() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("tasks.db"));
+    for n in 0..120 {
+        let state = if n % 3 == 0 {
+            TaskState::Working
+        } else {
+            TaskState::Completed
+        };
+        let context = if n % 2 == 0 { "even" } else { "odd" };
+        let _ = store.save("echo", &task(&format!("t{n:03}"), context, state));
+    }
+    let mut query = ListQuery::default();
+    let mut seen = Vec::new();
+    let mut sizes = Vec::new();
+    loop {
+        let page = store.list("echo", &query).unwrap();
+        assert_eq!(page.total_size, 120);
+        sizes.push(page.tasks.len());
+        seen.extend(page.tasks.iter().map(|t| t.id.clone()));
+        for t in &page.tasks {
+            assert!(t.artifacts.is_empty(), "artifacts only when asked");
+            assert_eq!(t.history.len(), 3);
+        }
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        query.page_token = Some(page.next_page_token);
+    }
+    assert_eq!(sizes, [50, 50, 20]);
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 120, "every task once");
+
+    let query = ListQuery {
+        context_id: Some("even".into()),
+        state: Some(TaskState::Working),
+        page_size: 500,
+        history_length: Some(1),
+        include_artifacts: true,
+        ..ListQuery::default()
+    };
+    let page = store.list("echo", &query).unwrap();
+    assert_eq!(page.page_size, 100, "capped at the protocol's maximum");
+    assert_eq!(page.total_size, 20);
+    assert_eq!(page.tasks.len(), 20);
+    for t in &page.tasks {
+        assert_eq!(t.context_id, "even");
+        assert_eq!(t.status.state, TaskState::Working);
+        assert_eq!(t.history.len(), 1);
+        assert!(t.history[0].message_id.ends_with("-m2"), "the most recent");
+        assert_eq!(t.artifacts.len(), 1);
+    }
+    let query = ListQuery {
+        updated_after_ms: Some(i64::MAX),
+        ..ListQuery::default()
+    };
+    assert_eq!(store.list("echo", &query).unwrap().total_size, 0);
+    for bad in ["%%%", "bm90LWEtdG9rZW4", ""] {
+        let query = ListQuery {
+            page_token: Some(bad.into()),
+            ..ListQuery::default()
+        };
+        assert_eq!(
+            store.list("echo", &query).unwrap_err(),
+            StoreError::InvalidPageToken,
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn retention_deletes_only_finished_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = StoreOptions::new(dir.path().join("tasks.db"));
+    options.retention = Retention {
+        max_age: None,
+        max_tasks: Some(10),
+    };
+    let store = SqliteStore::open(options.clone()).unwrap();
+    for n in 0..30 {
+        let state = if n < 5 {
+            TaskState::InputRequired
+        } else {
+            TaskState::Completed
+        };
+        store
+            .save("echo", &task(&format!("t{n:02}"), "c", state))
+            .wait_blocking()
+            .unwrap();
+    }
+    assert_eq!(store.retain_now().unwrap(), 20);
+    let page = store.list("echo", &ListQuery::default()).unwrap();
+    assert_eq!(page.total_size, 10);
+    let mut ids: Vec<String> = page.tasks.into_iter().map(|t| t.id).collect();
+    ids.sort();
+    let mut expected: Vec<String> = (0..5).chain(25..30).map(|n| format!("t{n:02}")).collect();
+    expected.sort();
+    assert_eq!(
+        ids, expected,
+        "unfinished tasks and the newest finished ones stay"
+    );
+    drop(store);
+
+    options.retention = Retention {
+        max_age: Some(Duration::ZERO),
+        max_tasks: None,
+    };
+    let store = SqliteStore::open(options).unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(store.retain_now().unwrap(), 5);
+    assert_eq!(
+        store
+            .list("echo", &ListQuery::default())
+            .unwrap()
+            .total_size,
+        5
+    );
+}
+
+#[test]
+fn concurrent_saves_are_all_committed_and_a_later_save_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let store = Arc::new(open(&path));
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for n in 0..250 {
+                    let id = format!("t{t}-{n}");
+                    store
+                        .save("echo", &task(&id, "c", TaskState::Working))
+                        .wait_blocking()
+                        .unwrap();
+                    store
+                        .save("echo", &task(&id, "c", TaskState::Completed))
+                        .wait_blocking()
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(
+        store.live_tasks(),
+        0,
+        "finished and committed: out of memory"
+    );
+    drop(store);
+    let store = open(&path);
+    let query = ListQuery {
+        state: Some(TaskState::Completed),
+        ..ListQuery::default()
+    };
+    assert_eq!(store.list("echo", &query).unwrap().total_size, 2000);
+    assert_eq!(
+        store
+            .list("echo", &ListQuery::default())
+            .unwrap()
+            .total_size,
+        2000
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn queued_saves_are_committed_before_the_store_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let mut options = StoreOptions::new(&path);
+    options.durability = Durability::Queued;
+    let store = SqliteStore::open(options).unwrap();
+    for n in 0..500 {
+        store
+            .save("echo", &task(&format!("t{n}"), "c", TaskState::Completed))
+            .wait()
+            .await
+            .unwrap();
+    }
+    drop(store);
+    let store = open(&path);
+    assert_eq!(
+        store
+            .list("echo", &ListQuery::default())
+            .unwrap()
+            .total_size,
+        500
+    );
+}
+
+#[test]
+fn files_it_cannot_use_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, vec![0x42; 8192]).unwrap();
+    let err = SqliteStore::open(StoreOptions::new(&junk))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("junk.db"), "{err}");
+    assert!(err.contains("not a database"), "{err}");
+
+    let newer = dir.path().join("newer.db");
+    rusqlite_user_version(&newer, 99);
+    let err = SqliteStore::open(StoreOptions::new(&newer))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("newer Wharf (schema 99"), "{err}");
+
+    let blocked = dir.path().join("file");
+    std::fs::write(&blocked, b"x").unwrap();
+    let err = SqliteStore::open(StoreOptions::new(blocked.join("tasks.db")))
+        .err()
+        .unwrap();
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+}
+
+/// A database whose schema version is `version`, made the way a newer
+/// Wharf would leave it.
+fn rusqlite_user_version(path: &Path, version: i64) {
+    let store = open(path);
+    drop(store);
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.pragma_update(None, "user_version", version).unwrap();
+}
