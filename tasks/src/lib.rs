@@ -1,12 +1,14 @@
-//! A2A tasks: the protocol's task model and where tasks are kept. The
-//! [`TaskStore`] trait is what the host's A2A transport uses;
-//! [`SqliteStore`] keeps tasks, their history and artifacts in an embedded
-//! SQLite database, so a restart keeps every task.
+//! A2A tasks: the protocol's task model, its errors in each binding's form,
+//! and where tasks are kept. The [`TaskStore`] trait is what the host's A2A
+//! transport uses; [`SqliteStore`] keeps tasks, their history and artifacts
+//! in an embedded SQLite database, so a restart keeps every task.
 
+mod error;
 mod model;
 mod sqlite;
 mod store;
 
+pub use error::{A2aError, A2aErrorKind, ERROR_DOMAIN};
 pub use model::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
 pub use sqlite::SqliteStore;
 pub use store::{
