@@ -5,11 +5,16 @@
 
 mod error;
 mod model;
+mod params;
 mod sqlite;
 mod store;
 
 pub use error::{A2aError, A2aErrorKind, ERROR_DOMAIN};
 pub use model::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
+pub use params::{
+    GetTaskParams, ListTasksParams, SendMessageConfiguration, SendMessageParams, TaskIdParams,
+    history_limit, now_timestamp, parse_params, parse_timestamp_ms,
+};
 pub use sqlite::SqliteStore;
 pub use store::{
     Durability, ListQuery, Retention, StoreError, StoreOptions, TaskPage, TaskStore, Written,
