@@ -4,12 +4,14 @@
 //! in an embedded SQLite database, so a restart keeps every task.
 
 mod error;
+mod lifecycle;
 mod model;
 mod params;
 mod sqlite;
 mod store;
 
 pub use error::{A2aError, A2aErrorKind, ERROR_DOMAIN};
+pub use lifecycle::{StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent};
 pub use model::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
 pub use params::{
     GetTaskParams, ListTasksParams, SendMessageConfiguration, SendMessageParams, TaskIdParams,
