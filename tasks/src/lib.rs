@@ -1,8 +1,10 @@
-//! A2A tasks: the protocol's task model, its errors in each binding's form,
-//! and where tasks are kept. The [`TaskStore`] trait is what the host's A2A
-//! transport uses; [`SqliteStore`] keeps tasks, their history and artifacts
-//! in an embedded SQLite database, so a restart keeps every task.
+//! A2A tasks: the protocol's task model, agent card and lifecycle, its
+//! errors in each binding's form, and where tasks are kept. The
+//! [`TaskStore`] trait is what the host's A2A transport uses;
+//! [`SqliteStore`] keeps tasks, their history and artifacts in an embedded
+//! SQLite database, so a restart keeps every task.
 
+mod card;
 mod error;
 mod lifecycle;
 mod model;
@@ -10,6 +12,9 @@ mod params;
 mod sqlite;
 mod store;
 
+pub use card::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, PROTOCOL_VERSION,
+};
 pub use error::{A2aError, A2aErrorKind, ERROR_DOMAIN};
 pub use lifecycle::{StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent};
 pub use model::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
