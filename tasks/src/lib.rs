@@ -11,6 +11,7 @@ mod model;
 mod params;
 mod sqlite;
 mod store;
+mod writer;
 
 pub use card::{
     AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, PROTOCOL_VERSION,

@@ -1,14 +1,14 @@
 //! The embedded task store: SQLite (bundled) in WAL mode, one writer
-//! thread that commits whatever is queued in one transaction (group commit:
-//! concurrent saves share an fsync), readers from a small connection pool,
-//! and unfinished tasks served from memory.
+//! thread ([`crate::writer`]: group commit, so concurrent saves share an
+//! fsync), readers from a small connection pool, and unfinished tasks
+//! served from memory.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -19,9 +19,10 @@ use tokio::sync::oneshot;
 
 use crate::model::Task;
 use crate::store::{
-    Durability, ListQuery, Retention, StoreError, StoreOptions, TaskPage, TaskStore, Written,
-    WrittenInner, trimmed,
+    Durability, ListQuery, StoreError, StoreOptions, TaskPage, TaskStore, Written, WrittenInner,
+    trimmed,
 };
+use crate::writer::{Counts, Op, Put, Writer, count_tasks};
 
 /// The schema this build writes; a database with a higher version is
 /// refused rather than misread.
@@ -42,23 +43,13 @@ CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (agent, context_id, updated
 PRAGMA user_version = 1;
 ";
 
-const UPSERT: &str = "
-INSERT INTO tasks (agent, id, context_id, state, updated_ms, body)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-ON CONFLICT (agent, id) DO UPDATE SET
-    context_id = excluded.context_id, state = excluded.state,
-    updated_ms = excluded.updated_ms, body = excluded.body";
-
 /// States a task leaves no more: the only ones retention deletes.
-const TERMINAL: &str = "state IN (3, 4, 5, 7)";
-
-/// How often the writer applies retention while it is busy.
-const RETENTION_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const TERMINAL: &str = "state IN (3, 4, 5, 7)";
 
 /// Most idle read connections kept.
 const MAX_IDLE_READERS: usize = 8;
 
-type Live = DashMap<String, (u64, Arc<Task>)>;
+pub(crate) type Live = DashMap<String, (u64, Arc<Task>)>;
 
 /// A task store in one SQLite file.
 pub struct SqliteStore {
@@ -68,6 +59,9 @@ pub struct SqliteStore {
     queue: Mutex<(u64, Sender<Op>)>,
     /// Tasks saved but not yet known committed, and every unfinished task.
     live: Arc<Live>,
+    /// Committed tasks per agent and state: a list's `totalSize` without
+    /// counting rows, when it filters by state alone.
+    counts: Arc<Counts>,
     readers: Mutex<Vec<Connection>>,
     /// Saves queued and not yet settled: a list with none skips waiting
     /// for the writer.
@@ -77,34 +71,15 @@ pub struct SqliteStore {
     pub failed_writes: Arc<AtomicU64>,
 }
 
-enum Op {
-    Put(Put),
-    Sync(SyncSender<()>),
-    Retain(SyncSender<Result<u64, StoreError>>),
-}
-
-struct Put {
-    key: String,
-    seq: u64,
-    agent: String,
-    id: String,
-    context_id: String,
-    state: i64,
-    terminal: bool,
-    updated_ms: i64,
-    body: Vec<u8>,
-    done: Option<oneshot::Sender<Result<(), StoreError>>>,
-}
-
 fn key(agent: &str, id: &str) -> String {
     format!("{agent}\u{0}{id}")
 }
 
-fn db(e: rusqlite::Error) -> StoreError {
+pub(crate) fn db(e: rusqlite::Error) -> StoreError {
     StoreError::Database(e.to_string())
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
@@ -150,12 +125,14 @@ impl SqliteStore {
             .map_err(|e| open_err(e.to_string()))?;
         let live = Arc::new(Live::new());
         load_unfinished(&conn, &live).map_err(|e| open_err(e.to_string()))?;
+        let counts = Arc::new(count_tasks(&conn).map_err(|e| open_err(e.to_string()))?);
         let (tx, rx) = mpsc::channel();
         let failed_writes = Arc::new(AtomicU64::new(0));
         let pending = Arc::new(AtomicU64::new(0));
         let writer = Writer {
             conn,
             live: live.clone(),
+            counts: counts.clone(),
             pending: pending.clone(),
             retention: options.retention,
             batch_max: options.batch_max.max(1),
@@ -170,6 +147,7 @@ impl SqliteStore {
             durability: options.durability,
             queue: Mutex::new((0, tx)),
             live,
+            counts,
             readers: Mutex::new(Vec::new()),
             pending,
             writer: Some(handle),
@@ -354,10 +332,16 @@ impl TaskStore for SqliteStore {
             args.push(Value::Integer(after));
         }
         let conn = self.reader()?;
-        let total: i64 = conn
-            .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {filter}"))
-            .and_then(|mut s| s.query_row(params_from_iter(&args), |r| r.get(0)))
-            .map_err(db)?;
+        let total = match (&query.context_id, query.updated_after_ms) {
+            (None, None) => self.counts.get(agent).map_or(0, |c| match query.state {
+                Some(state) => c[state.number() as usize],
+                None => c.iter().sum(),
+            }),
+            _ => conn
+                .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {filter}"))
+                .and_then(|mut s| s.query_row(params_from_iter(&args), |r| r.get::<_, i64>(0)))
+                .map_err(db)? as u64,
+        };
         if let Some(token) = &query.page_token {
             let (ms, rowid) = decode_token(token)?;
             filter.push_str(" AND (updated_ms < ? OR (updated_ms = ? AND rowid < ?))");
@@ -402,7 +386,7 @@ impl TaskStore for SqliteStore {
             tasks,
             next_page_token,
             page_size,
-            total_size: total as u64,
+            total_size: total,
         })
     }
 }
@@ -416,119 +400,5 @@ fn decode_token(token: &str) -> Result<(i64, i64), StoreError> {
     match (ms.parse(), rowid.parse()) {
         (Ok(ms), Ok(rowid)) => Ok((ms, rowid)),
         _ => Err(StoreError::InvalidPageToken),
-    }
-}
-
-/// The one thread that writes.
-struct Writer {
-    conn: Connection,
-    live: Arc<Live>,
-    pending: Arc<AtomicU64>,
-    retention: Retention,
-    batch_max: usize,
-    failed: Arc<AtomicU64>,
-}
-
-impl Writer {
-    fn run(mut self, rx: Receiver<Op>) {
-        let mut last_retention = Instant::now();
-        while let Ok(first) = rx.recv() {
-            let mut ops = vec![first];
-            while ops.len() < self.batch_max {
-                match rx.try_recv() {
-                    Ok(op) => ops.push(op),
-                    Err(_) => break,
-                }
-            }
-            let result = self.commit(&ops);
-            if let Err(e) = &result {
-                tracing::error!(error = %e, writes = ops.len(), "task store: a batch failed to commit");
-            }
-            for op in ops {
-                match op {
-                    Op::Put(put) => self.settle(put, &result),
-                    Op::Sync(tx) => {
-                        let _ = tx.send(());
-                    }
-                    Op::Retain(tx) => {
-                        let _ = tx.send(self.retain());
-                        last_retention = Instant::now();
-                    }
-                }
-            }
-            let wanted = self.retention.max_age.is_some() || self.retention.max_tasks.is_some();
-            if wanted && last_retention.elapsed() >= RETENTION_EVERY {
-                if let Err(e) = self.retain() {
-                    tracing::warn!(error = %e, "task store: retention failed");
-                }
-                last_retention = Instant::now();
-            }
-        }
-    }
-
-    fn commit(&mut self, ops: &[Op]) -> Result<(), StoreError> {
-        if !ops.iter().any(|op| matches!(op, Op::Put(_))) {
-            return Ok(());
-        }
-        let tx = self.conn.transaction().map_err(db)?;
-        {
-            let mut stmt = tx.prepare_cached(UPSERT).map_err(db)?;
-            for op in ops {
-                if let Op::Put(p) = op {
-                    stmt.execute(params![
-                        p.agent,
-                        p.id,
-                        p.context_id,
-                        p.state,
-                        p.updated_ms,
-                        p.body
-                    ])
-                    .map_err(db)?;
-                }
-            }
-        }
-        tx.commit().map_err(db)
-    }
-
-    /// Answers a save; a finished task committed leaves memory unless a
-    /// later save of it is still queued.
-    fn settle(&self, put: Put, result: &Result<(), StoreError>) {
-        match result {
-            Ok(()) if put.terminal => {
-                self.live.remove_if(&put.key, |_, (seq, _)| *seq == put.seq);
-            }
-            Ok(()) => {}
-            Err(_) => {
-                self.failed.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        self.pending.fetch_sub(1, Ordering::AcqRel);
-        if let Some(done) = put.done {
-            let _ = done.send(result.clone());
-        }
-    }
-
-    fn retain(&mut self) -> Result<u64, StoreError> {
-        let mut deleted = 0;
-        if let Some(age) = self.retention.max_age {
-            let before = now_ms() - age.as_millis() as i64;
-            let sql = format!("DELETE FROM tasks WHERE {TERMINAL} AND updated_ms < ?1");
-            deleted += self.conn.execute(&sql, [before]).map_err(db)? as u64;
-        }
-        if let Some(max) = self.retention.max_tasks {
-            let total: i64 = self
-                .conn
-                .query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get(0))
-                .map_err(db)?;
-            let excess = (total as u64).saturating_sub(max);
-            if excess > 0 {
-                let sql = format!(
-                    "DELETE FROM tasks WHERE rowid IN (SELECT rowid FROM tasks WHERE {TERMINAL} \
-                     ORDER BY updated_ms, rowid LIMIT ?1)"
-                );
-                deleted += self.conn.execute(&sql, [excess as i64]).map_err(db)? as u64;
-            }
-        }
-        Ok(deleted)
     }
 }

@@ -180,6 +180,21 @@ fn retention_deletes_only_finished_tasks() {
         ids, expected,
         "unfinished tasks and the newest finished ones stay"
     );
+    for (state, n) in [
+        (TaskState::Completed, 5),
+        (TaskState::InputRequired, 5),
+        (TaskState::Working, 0),
+    ] {
+        let query = ListQuery {
+            state: Some(state),
+            ..ListQuery::default()
+        };
+        assert_eq!(
+            store.list("echo", &query).unwrap().total_size,
+            n,
+            "{state:?}"
+        );
+    }
     drop(store);
 
     options.retention = Retention {
@@ -229,6 +244,18 @@ fn concurrent_saves_are_all_committed_and_a_later_save_wins() {
         0,
         "finished and committed: out of memory"
     );
+    // Each task was counted working, then moved to completed.
+    for (state, n) in [(TaskState::Working, 0), (TaskState::Completed, 2000)] {
+        let query = ListQuery {
+            state: Some(state),
+            ..ListQuery::default()
+        };
+        assert_eq!(
+            store.list("echo", &query).unwrap().total_size,
+            n,
+            "{state:?}"
+        );
+    }
     drop(store);
     let store = open(&path);
     let query = ListQuery {
