@@ -44,6 +44,15 @@ fn task(id: &str, context: &str, state: TaskState) -> Task {
     }
 }
 
+/// How many of `echo`'s tasks are in `state`, as a list answers it.
+fn total_in(store: &SqliteStore, state: TaskState) -> u64 {
+    let query = ListQuery {
+        state: Some(state),
+        ..ListQuery::default()
+    };
+    store.list("echo", &query).unwrap().total_size
+}
+
 fn open(path: &Path) -> SqliteStore {
     SqliteStore::open(StoreOptions::new(path)).unwrap()
 }
@@ -185,15 +194,7 @@ fn retention_deletes_only_finished_tasks() {
         (TaskState::InputRequired, 5),
         (TaskState::Working, 0),
     ] {
-        let query = ListQuery {
-            state: Some(state),
-            ..ListQuery::default()
-        };
-        assert_eq!(
-            store.list("echo", &query).unwrap().total_size,
-            n,
-            "{state:?}"
-        );
+        assert_eq!(total_in(&store, state), n, "{state:?}");
     }
     drop(store);
 
@@ -246,23 +247,11 @@ fn concurrent_saves_are_all_committed_and_a_later_save_wins() {
     );
     // Each task was counted working, then moved to completed.
     for (state, n) in [(TaskState::Working, 0), (TaskState::Completed, 2000)] {
-        let query = ListQuery {
-            state: Some(state),
-            ..ListQuery::default()
-        };
-        assert_eq!(
-            store.list("echo", &query).unwrap().total_size,
-            n,
-            "{state:?}"
-        );
+        assert_eq!(total_in(&store, state), n, "{state:?}");
     }
     drop(store);
     let store = open(&path);
-    let query = ListQuery {
-        state: Some(TaskState::Completed),
-        ..ListQuery::default()
-    };
-    assert_eq!(store.list("echo", &query).unwrap().total_size, 2000);
+    assert_eq!(total_in(&store, TaskState::Completed), 2000);
     assert_eq!(
         store
             .list("echo", &ListQuery::default())
