@@ -85,11 +85,11 @@ fn request(body_len: usize) -> Request {
 /// the body in, headers cloned.
 #[inline(never)]
 fn native_echo(req: &Request) -> Response {
-    Response {
-        status: http::StatusCode::OK,
-        headers: req.headers.clone(),
-        body: Bytes::copy_from_slice(&req.body),
-    }
+    Response::new(
+        http::StatusCode::OK,
+        req.headers.clone(),
+        Bytes::copy_from_slice(&req.body),
+    )
 }
 
 fn noop(c: &mut Criterion, off: &Loaded, on: &Loaded, guests: &Path) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up and runs Wharf on its embedded default: installs the wasm target,
-# builds the example agents and the shipped filters into ./agents, and
+# builds the example agents (two of them A2A agents) and the shipped
+# filters into ./agents, and
 # serves them on 127.0.0.1:8080.
 # Extra arguments go to `wharf serve` (e.g. --listen 127.0.0.1:9000).
 set -euo pipefail
@@ -9,6 +10,7 @@ cd "$root"
 guests="$(scripts/build-guests.sh --rust-only | tail -n 1)"
 mkdir -p agents
 cp "$guests/echo.wasm" "$guests/hello.wasm" "$guests/counter.wasm" \
+    "$guests/scribe.wasm" "$guests/booking.wasm" \
     "$guests/waf.wasm" "$guests/headers.wasm" agents/
 cargo build --release --quiet --bin wharf
 exec target/release/wharf serve "$@"

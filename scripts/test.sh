@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: installs the wasm target, builds the guests
-# from source, then runs the workspace's unit and integration tests.
+# from source, installs the real clients the tests use (the A2A SDK),
+# then runs the workspace's unit and integration tests.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -11,4 +12,6 @@ if [ ! -d /usr/share/modsecurity-crs/rules ]; then
         { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q modsecurity-crs >/dev/null; }
 fi
 scripts/build-guests.sh >/dev/null
+# The real clients the tests drive Wharf with (the official A2A SDK).
+scripts/test-clients.sh
 cargo test --workspace "$@"

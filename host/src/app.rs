@@ -8,6 +8,9 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use wharf_tasks::SqliteStore;
+
+use crate::a2a::A2a;
 use crate::config::{Cache, Config};
 use crate::filter::AuditLog;
 use crate::metrics::Metrics;
@@ -27,6 +30,8 @@ pub enum StartError {
     Cache(String),
     #[error("cannot open the audit log: {0}")]
     Audit(std::io::Error),
+    #[error("{0}")]
+    Tasks(String),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -69,6 +74,21 @@ fn open_cache(runtime: &mut Runtime, config: &Config) -> Result<(), StartError> 
     }
 }
 
+/// Opens the task store (on a blocking thread: it reads the database and
+/// fails tasks a previous run left running).
+async fn open_tasks(config: &Config) -> Result<Arc<A2a>, StartError> {
+    let options = config.tasks.store_options().map_err(StartError::Tasks)?;
+    let path = options.path.clone();
+    let a2a = tokio::task::spawn_blocking(move || {
+        SqliteStore::open(options).map(|store| A2a::new(Arc::new(store)))
+    })
+    .await
+    .map_err(|e| StartError::Tasks(e.to_string()))?
+    .map_err(|e| StartError::Tasks(e.to_string()))?;
+    tracing::info!(path = %path.display(), "task store open");
+    Ok(Arc::new(a2a))
+}
+
 /// A loaded, bound, not-yet-serving Wharf.
 pub struct App {
     pub config: Config,
@@ -107,11 +127,12 @@ impl App {
                     source,
                 })?;
         let audit = AuditLog::open(&config.audit).map_err(StartError::Audit)?;
+        let a2a = open_tasks(&config).await?;
         let pipeline = Pipeline::new(snapshot, Metrics::new(), audit);
         Ok(App {
             config,
             runtime,
-            state: Arc::new(AppState { pipeline }),
+            state: Arc::new(AppState { pipeline, a2a }),
             listener,
         })
     }

@@ -3,6 +3,7 @@
 //! The data flow is transport → pipeline → registry/runtime → guest; each
 //! stage is a module and they meet only in [`pipeline`].
 
+pub mod a2a;
 pub mod app;
 pub mod config;
 pub mod filter;

@@ -51,6 +51,32 @@ impl PipelineError {
     }
 }
 
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What answers a request once its request filters have passed: the
+/// agent's `handle` through its route ([`Dispatch`]), or a protocol served
+/// over the agent (A2A), which calls the agent through the same route.
+pub trait Terminal: Send + Sync {
+    fn answer<'a>(
+        &'a self,
+        route: &'a Arc<AgentRoute>,
+        req: Request,
+    ) -> BoxFuture<'a, Result<Response, PipelineError>>;
+}
+
+/// The agent's `handle`, through its route.
+pub struct Dispatch;
+
+impl Terminal for Dispatch {
+    fn answer<'a>(
+        &'a self,
+        route: &'a Arc<AgentRoute>,
+        req: Request,
+    ) -> BoxFuture<'a, Result<Response, PipelineError>> {
+        Box::pin(async move { Ok(route.dispatch(req).await?) })
+    }
+}
+
 /// Routes and filter chains for one snapshot, swapped together.
 struct Stages {
     routes: Arc<Routes>,
@@ -122,12 +148,25 @@ impl Pipeline {
         self.stages.store(Arc::new(stages));
     }
 
-    /// Runs one request for `agent`: filters, agent, response filters.
+    /// Runs one request for `agent`: filters, the agent's `handle`,
+    /// response filters.
     pub async fn handle(
+        &self,
+        agent: &str,
+        req: Request,
+        body: Body,
+    ) -> Result<Response, PipelineError> {
+        self.handle_with(agent, req, body, &Dispatch).await
+    }
+
+    /// Runs one request for `agent` with `terminal` answering it once the
+    /// request filters have passed: filters, terminal, response filters.
+    pub async fn handle_with(
         &self,
         agent: &str,
         mut req: Request,
         body: Body,
+        terminal: &dyn Terminal,
     ) -> Result<Response, PipelineError> {
         let stages = self.stages.load_full();
         let route = stages
@@ -139,10 +178,10 @@ impl Pipeline {
         let chain = stages.chains.for_agent(agent);
         if chain.is_empty() {
             req.body = body.read(route.core.policy.limits.request_body).await?;
-            return Ok(route.dispatch(req).await?);
+            return terminal.answer(route, req).await;
         }
         let mut run = ChainRun::new(chain, &route.core.policy.filter_values);
-        let result = filtered(route, &mut run, &mut req, body).await;
+        let result = filtered(route, &mut run, &mut req, body, terminal).await;
         let (verdicts, late_metadata) = run.finish();
         if !verdicts.is_empty() {
             let status = match &result {
@@ -174,10 +213,11 @@ impl Pipeline {
 /// The request through its chain: headers phase, body read, body phase,
 /// agent, response phases.
 async fn filtered(
-    route: &AgentRoute,
+    route: &Arc<AgentRoute>,
     run: &mut ChainRun<'_>,
     req: &mut Request,
     body: Body,
+    terminal: &dyn Terminal,
 ) -> Result<Response, PipelineError> {
     let early = match run.request_headers(req).await? {
         Flow::Stop(resp) => Some(resp),
@@ -195,7 +235,7 @@ async fn filtered(
     let response_work = run.has_response_work();
     let resp = match early {
         Some(resp) => resp,
-        None => route.dispatch(req.forward(response_work)).await?,
+        None => terminal.answer(route, req.forward(response_work)).await?,
     };
     if !run.has_response_work() {
         return Ok(resp);

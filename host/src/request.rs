@@ -29,7 +29,58 @@ pub struct Request {
     /// Key/value pairs filters attached, in the order they were attached;
     /// the agent sees them in its request head as `meta.KEY`.
     pub metadata: Vec<(String, String)>,
+    /// What to call in the agent: `handle`, or one turn of an A2A task.
+    pub call: Call,
 }
+
+/// Which export of the agent a request calls.
+#[derive(Debug, Clone, Default)]
+pub enum Call {
+    /// `handle`: the request is the agent's input, its response the output.
+    #[default]
+    Handle,
+    /// `on-message`: one turn of an A2A task; progress and the outcome
+    /// arrive on the turn's event channel, and the response is empty.
+    Turn(Arc<Turn>),
+}
+
+/// One turn of an A2A task, as the runtime runs it.
+#[derive(Debug)]
+pub struct Turn {
+    pub task_id: String,
+    pub context_id: String,
+    /// The client's new message.
+    pub message: wharf_tasks::Message,
+    /// The task's earlier messages, oldest first.
+    pub history: Vec<wharf_tasks::Message>,
+    /// The request's `metadata` object as JSON text; empty when none.
+    pub metadata: String,
+    /// Where the guest's progress and the turn's outcome go.
+    pub events: tokio::sync::mpsc::UnboundedSender<TurnEvent>,
+    /// Set by a cancel: the guest is interrupted at its next epoch tick.
+    pub cancel: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// What a turn reports while it runs, and how it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEvent {
+    /// The task is working; the message says on what.
+    Working(Option<wharf_tasks::Message>),
+    /// An artifact or a chunk of one.
+    Artifact {
+        artifact: wharf_tasks::Artifact,
+        append: bool,
+        last_chunk: bool,
+    },
+    /// The turn ended: the task's new state and status message.
+    Finished {
+        state: wharf_tasks::TaskState,
+        message: Option<wharf_tasks::Message>,
+    },
+}
+
+/// A streamed response body: chunks as they are produced.
+pub type BodyStream = std::pin::Pin<Box<dyn futures_util::Stream<Item = Bytes> + Send + Sync>>;
 
 impl Request {
     /// A request with a fresh id and no headers, body or client.
@@ -45,6 +96,7 @@ impl Request {
             affinity: None,
             agent: Arc::from(""),
             metadata: Vec::new(),
+            call: Call::Handle,
         }
     }
 }
@@ -82,6 +134,17 @@ impl Body {
     }
 }
 
+impl std::fmt::Debug for Response {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Response")
+            .field("status", &self.status)
+            .field("headers", &self.headers)
+            .field("body", &self.body.len())
+            .field("streamed", &self.stream.is_some())
+            .finish()
+    }
+}
+
 impl std::fmt::Debug for Body {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -92,11 +155,26 @@ impl std::fmt::Debug for Body {
 }
 
 /// An agent's answer, validated by the runtime.
-#[derive(Debug, Clone)]
 pub struct Response {
     pub status: StatusCode,
     pub headers: HeaderMap,
+    /// The whole body; empty when the body is streamed.
     pub body: Bytes,
+    /// A body that leaves as it is produced (server-sent events): it
+    /// follows `body`, and response-body filters do not see it.
+    pub stream: Option<BodyStream>,
+}
+
+impl Response {
+    /// A response with a whole body.
+    pub fn new(status: StatusCode, headers: HeaderMap, body: Bytes) -> Response {
+        Response {
+            status,
+            headers,
+            body,
+            stream: None,
+        }
+    }
 }
 
 impl Request {
@@ -118,6 +196,7 @@ impl Request {
             affinity: self.affinity.clone(),
             agent: self.agent.clone(),
             metadata: self.metadata.clone(),
+            call: self.call.clone(),
         }
     }
 }

@@ -164,6 +164,19 @@ impl SqliteStore {
         self.live.len()
     }
 
+    /// Every task not in a terminal state, with its agent: what a host
+    /// looks at after a restart (a turn that was running has stopped).
+    pub fn unfinished(&self) -> Vec<(String, Task)> {
+        self.live
+            .iter()
+            .filter(|e| !e.value().1.status.state.is_terminal())
+            .map(|e| {
+                let agent = e.key().split('\u{0}').next().unwrap_or("").to_string();
+                (agent, Task::clone(&e.value().1))
+            })
+            .collect()
+    }
+
     fn send(&self, op: Op) -> Result<(), StoreError> {
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         queue.1.send(op).map_err(|_| StoreError::Closed)

@@ -56,8 +56,25 @@ pub mod filter_preinit_bindings {
     });
 }
 
+#[doc(hidden)]
+pub mod a2a_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "a2a-agent",
+        pub_export_macro: true,
+        export_macro_name: "export_a2a_agent",
+        default_bindings_module: "wharf_guest::a2a_bindings",
+        with: {
+            "wharf:plugin/host@0.2.0": crate::bindings::wharf::plugin::host,
+            "wharf:plugin/types@0.2.0": crate::bindings::wharf::plugin::types,
+        },
+    });
+}
+
+pub mod a2a;
 pub mod filter;
 
+pub use a2a_bindings::export_a2a_agent;
 pub use bindings::wharf::plugin::host::{self, Level, config, log};
 pub use bindings::wharf::plugin::types::Skill;
 pub use bindings::{Card, Error, Guest, Health, Request, Response, export_agent};

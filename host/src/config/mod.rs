@@ -8,6 +8,7 @@ mod diag;
 mod filter;
 mod parse;
 mod policy;
+mod tasks;
 mod units;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLi
 pub use policy::{
     Affinity, AffinitySource, Breaker, Health, Instances, Limits, Mode, Policy, RateKey, RateLimit,
 };
+pub use tasks::Tasks;
 pub use units::{format_size, parse_duration, parse_size};
 
 /// The configuration used when no file is given and `./wharf.kdl` does not exist.
@@ -44,6 +46,8 @@ pub struct Config {
     pub filters: BTreeMap<String, FilterPolicy>,
     /// Where audit records of flagged requests go.
     pub audit: AuditSink,
+    /// Where A2A tasks are kept.
+    pub tasks: Tasks,
 }
 
 /// The compiled-artifact cache setting (`cache "dir"` or `cache #false`).
@@ -128,6 +132,7 @@ impl Default for Config {
             cache: Cache::Default,
             filters: BTreeMap::new(),
             audit: AuditSink::default(),
+            tasks: Tasks::default(),
         }
     }
 }
@@ -139,6 +144,11 @@ impl Config {
         let mut config = parse::parse(name, text)?;
         if config.agents_dir.is_relative() {
             config.agents_dir = base_dir.join(&config.agents_dir);
+        }
+        if let Some(path) = &config.tasks.path
+            && path.is_relative()
+        {
+            config.tasks.path = Some(base_dir.join(path));
         }
         if let Cache::Dir(dir) = &config.cache
             && dir.is_relative()

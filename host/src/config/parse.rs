@@ -29,6 +29,7 @@ const TOP: &[&str] = &[
     "filter",
     "filters",
     "audit",
+    "tasks",
 ];
 const LIMITS: &[&str] = &[
     "memory",
@@ -118,6 +119,7 @@ impl Walker {
                 "server" => self.server(node, &mut config.server),
                 "cache" => set(&mut config.cache, self.cache(node)),
                 "audit" => set(&mut config.audit, self.audit(node)),
+                "tasks" => self.tasks(node, &mut config.tasks),
                 "filters" => set(&mut defaults.filters, self.chain(node)),
                 "limits" => {
                     for child in self.block(node) {

@@ -196,6 +196,7 @@ impl<'a> ChainRun<'a> {
                         status: resp.status,
                         headers: resp.headers.clone(),
                         body: resp.body.slice(..n),
+                        stream: None,
                     };
                     self.call(i, Phase::ResponseBody, req, Some(&view), true)
                         .await?
@@ -465,6 +466,7 @@ fn decision_response(decision: Decision) -> Option<Response> {
                 status,
                 headers,
                 body: Bytes::new(),
+                stream: None,
             })
         }
     }

@@ -74,7 +74,7 @@ impl Phases {
 }
 
 /// What a filter decided.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Decision {
     Allow,
     /// Answer with this response instead.
@@ -136,7 +136,7 @@ impl Audit {
 }
 
 /// A validated verdict for one phase.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Verdict {
     pub decision: Decision,
     pub request_ops: Vec<HeaderOp>,

@@ -288,6 +288,7 @@ fn load_one(
             snapshot.filters.insert(name.to_string(), Arc::new(entry));
         }
         Prepared::Agent(pre) => {
+            let mut origin = origin;
             let policy = config.policy_for(name);
             let identity = GuestIdentity {
                 name: name.to_string(),
@@ -299,8 +300,12 @@ fn load_one(
                 .instantiate()
                 .and_then(|mut live| live.describe())
                 .map_err(|e| format!("describe() failed: {e}"))?;
+            if image.serves_a2a() {
+                origin.world = "a2a-agent";
+            }
             tracing::info!(
                 agent = name,
+                world = origin.world,
                 digest = %origin.digest,
                 compiled = outcome_str(outcome),
                 load_ms = started.elapsed().as_millis() as u64,

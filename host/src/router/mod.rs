@@ -45,6 +45,11 @@ pub enum RouteError {
     Worker(String),
 }
 
+/// How long an A2A conversation's pin lasts unused, and how many are kept,
+/// when the agent has no `affinity` block.
+const A2A_PIN_TTL: Duration = Duration::from_secs(600);
+const A2A_PIN_CAPACITY: usize = 10_000;
+
 /// Everything one agent's calls need; shared by its tower stack.
 pub struct AgentCore {
     pub entry: Arc<AgentEntry>,
@@ -106,11 +111,13 @@ impl AgentRoute {
             metrics: metrics.agent(&name),
             health: HealthCell::new(policy.health.unhealthy_after),
             pool: warm.then(|| WarmPool::new(policy.instances, policy.health.unhealthy_after)),
-            pins: policy
-                .affinity
-                .as_ref()
-                .filter(|_| warm)
-                .map(|a| AffinityTable::new(a.ttl, a.capacity)),
+            // An A2A agent's turns carry their context id as the key: a
+            // warm A2A agent pins conversations even with no `affinity`.
+            pins: match (&policy.affinity, warm && entry.image.serves_a2a()) {
+                (Some(a), _) if warm => Some(AffinityTable::new(a.ttl, a.capacity)),
+                (None, true) => Some(AffinityTable::new(A2A_PIN_TTL, A2A_PIN_CAPACITY)),
+                _ => None,
+            },
             entry,
             policy: policy.clone(),
         });
@@ -281,7 +288,7 @@ impl AgentCore {
             .instantiate_seconds
             .record(started.elapsed().as_secs_f64());
         let started = Instant::now();
-        let result = live.handle_async(req).await;
+        let result = live.call_async(req).await;
         self.metrics
             .call_seconds
             .record(started.elapsed().as_secs_f64());
@@ -326,6 +333,8 @@ fn call_status(err: &CallError) -> u16 {
         CallError::BadRequest(_) => 400,
         CallError::NotFound(_) => 404,
         CallError::Unavailable(_) => 503,
+        // The client that canceled is not waiting for this answer.
+        CallError::Canceled => 499,
         CallError::MemoryLimit
         | CallError::Trap(_)
         | CallError::Instantiate(_)

@@ -308,6 +308,12 @@ impl<I: Pooled> WarmPool<I> {
                 slot.health.record(false);
                 Some(Retire::Trap)
             }
+            Some(CallError::Canceled) => {
+                // Interrupted half-way: the store cannot be entered again,
+                // but the instance did nothing wrong.
+                lease.guard.take();
+                Some(Retire::Abandoned)
+            }
             other => {
                 let ok = !matches!(
                     other,
@@ -417,7 +423,7 @@ async fn call_on(
 ) -> Result<Response, CallError> {
     let instance = ensure_instance(live, || image.instantiate_async(), metrics).await?;
     let started = Instant::now();
-    let result = instance.handle_async(req).await;
+    let result = instance.call_async(req).await;
     metrics.call_seconds.record(started.elapsed().as_secs_f64());
     result
 }

@@ -90,6 +90,9 @@ impl Policy<Request, Response, BoxError> for RetryTrapped {
     }
 
     fn clone_request(&mut self, req: &Request) -> Option<Request> {
-        (self.left > 0).then(|| req.clone())
+        // A turn may have reported progress before it trapped: running it
+        // again would report it twice.
+        let once = matches!(req.call, crate::request::Call::Turn(_));
+        (self.left > 0 && !once).then(|| req.clone())
     }
 }

@@ -1,5 +1,5 @@
-//! The one place `bindgen!` runs: host-side bindings for the `agent` and
-//! `filter` worlds of `wit/`, re-exported by name so nothing else depends on
+//! The one place `bindgen!` runs: host-side bindings for the `agent`,
+//! `a2a-agent` and `filter` worlds of `wit/`, re-exported by name so nothing else depends on
 //! the generated module layout.
 
 #[allow(unsafe_code)]
@@ -11,6 +11,19 @@ mod generated {
             // Export parameters borrow: a request's body is lowered straight
             // from the transport's buffer into guest memory.
             ownership: Borrowing { duplicate_if_necessary: true },
+        });
+    }
+
+    pub mod a2a {
+        wasmtime::component::bindgen!({
+            path: "../wit",
+            world: "a2a-agent",
+            // As for agents (its `handle` shares their borrowed types).
+            ownership: Borrowing { duplicate_if_necessary: true },
+            with: {
+                "wharf:plugin/host": super::agent::wharf::plugin::host,
+                "wharf:plugin/types": super::agent::wharf::plugin::types,
+            },
         });
     }
 
@@ -28,12 +41,19 @@ mod generated {
     }
 }
 
+pub use generated::a2a::A2aAgent;
+pub use generated::a2a::A2aAgentIndices;
+pub use generated::a2a::wharf::plugin::a2a::{
+    Artifact as GuestArtifact, ContentParam, ContentResult, Host as A2aHost, MessageParam,
+    MessageResult, Outcome as GuestOutcome, PartParam, PartResult, Role as GuestRole,
+    Turn as GuestTurn, TurnState as GuestTurnState,
+};
 pub use generated::agent::wharf::plugin::host::{Host, Level};
 pub use generated::agent::wharf::plugin::types::Host as TypesHost;
 pub use generated::agent::wharf::plugin::types::{
     Card, Error as GuestError, Health, Request as GuestRequest, Response as GuestResponse, Skill,
 };
-pub use generated::agent::{Agent, AgentPre};
+pub use generated::agent::{Agent, AgentIndices, AgentPre};
 pub use generated::filter::wharf::plugin::filtering::{
     Decision as GuestDecision, HeaderOp as GuestHeaderOp, Host as FilteringHost,
     Phases as GuestPhases, Verdict as GuestVerdict,
@@ -48,6 +68,10 @@ use super::state::GuestState;
 /// import) into the linker.
 pub(super) fn add_host_to_linker(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> {
     generated::agent::Agent::add_to_linker::<GuestState, HasSelf<GuestState>>(linker, |s| s)?;
+    generated::a2a::wharf::plugin::a2a::add_to_linker::<GuestState, HasSelf<GuestState>>(
+        linker,
+        |s| s,
+    )?;
     generated::filter::wharf::plugin::filtering::add_to_linker::<GuestState, HasSelf<GuestState>>(
         linker,
         |s| s,

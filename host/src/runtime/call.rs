@@ -7,7 +7,10 @@ use std::time::Instant;
 
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
-use super::bindings::{Agent, AgentPre, Card, GuestError, GuestResponse, Health};
+use super::bindings::{
+    A2aAgent, A2aAgentIndices, Agent, AgentIndices, AgentPre, Card, GuestError, GuestResponse,
+    Health,
+};
 use super::convert::{guest_request, response_from_guest};
 use super::state::{GuestIdentity, GuestState};
 use crate::config::Limits;
@@ -36,6 +39,8 @@ pub enum CallError {
     Unavailable(String),
     #[error("the agent reported an internal error: {0}")]
     Internal(String),
+    #[error("the call was canceled")]
+    Canceled,
 }
 
 impl From<GuestError> for CallError {
@@ -56,6 +61,9 @@ pub struct AgentImage {
     pre_async: AgentPre<GuestState>,
     identity: Arc<GuestIdentity>,
     limits: Limits,
+    /// For an agent that serves A2A: where its exports are, so that one
+    /// instantiation yields both the agent's and `on-message`.
+    a2a: Option<(AgentIndices, A2aAgentIndices)>,
 }
 
 impl AgentImage {
@@ -66,13 +74,22 @@ impl AgentImage {
         identity: GuestIdentity,
         limits: Limits,
     ) -> Self {
+        let a2a = A2aAgentIndices::new(pre.instance_pre())
+            .ok()
+            .and_then(|a2a| Some((AgentIndices::new(pre.instance_pre()).ok()?, a2a)));
         AgentImage {
             engine,
             pre,
             pre_async,
             identity: Arc::new(identity),
             limits,
+            a2a,
         }
+    }
+
+    /// Whether the agent serves A2A (exports `on-message`).
+    pub fn serves_a2a(&self) -> bool {
+        self.a2a.is_some()
     }
 
     pub fn limits(&self) -> &Limits {
@@ -90,26 +107,51 @@ impl AgentImage {
 
     fn live(
         &self,
-        store: Store<GuestState>,
-        agent: Result<Agent, wasmtime::Error>,
+        mut store: Store<GuestState>,
+        instance: Result<wasmtime::component::Instance, wasmtime::Error>,
     ) -> Result<Live, CallError> {
-        Live::new(store, agent, self.limits)
+        let exports = instance.and_then(|instance| match &self.a2a {
+            None => Ok((Agent::new(&mut store, &instance)?, None)),
+            Some((agent, a2a)) => Ok((
+                agent.load(&mut store, &instance)?,
+                Some(Box::new(a2a.load(&mut store, &instance)?)),
+            )),
+        });
+        let (agent, a2a) = match exports {
+            Ok((agent, a2a)) => (Ok(agent), a2a),
+            Err(err) => (Err(err), None),
+        };
+        let mut live = Live::new(store, agent, self.limits)?;
+        live.a2a = a2a;
+        Ok(live)
     }
 
     /// A new instance in a new store, on this thread. Its WASI calls block,
     /// so it must not be used on an async worker: see [`Self::instantiate_async`].
     pub fn instantiate(&self) -> Result<Live, CallError> {
         let mut store = self.store(false);
-        let agent = self.pre.instantiate(&mut store);
-        self.live(store, agent)
+        if self.a2a.is_none() {
+            let agent = self.pre.instantiate(&mut store);
+            return Live::new(store, agent, self.limits);
+        }
+        let instance = self.pre.instance_pre().instantiate(&mut store);
+        self.live(store, instance)
     }
 
     /// A new instance in a new store, on a fiber that yields to the async
     /// executor at every epoch tick.
     pub async fn instantiate_async(&self) -> Result<Live, CallError> {
         let mut store = self.store(true);
-        let agent = self.pre_async.instantiate_async(&mut store).await;
-        self.live(store, agent)
+        if self.a2a.is_none() {
+            let agent = self.pre_async.instantiate_async(&mut store).await;
+            return Live::new(store, agent, self.limits);
+        }
+        let instance = self
+            .pre_async
+            .instance_pre()
+            .instantiate_async(&mut store)
+            .await;
+        self.live(store, instance)
     }
 
     /// One request on a fresh instance that is dropped afterwards.
@@ -132,6 +174,8 @@ pub struct Live<E = Agent> {
     pub(super) in_call: bool,
     /// Buffer for the encoded head and headers, reused across calls.
     pub(super) scratch: Vec<u8>,
+    /// `on-message`, for an agent that serves A2A.
+    pub(super) a2a: Option<Box<A2aAgent>>,
 }
 
 impl Live<Agent> {
@@ -142,6 +186,24 @@ impl Live<Agent> {
         let result = self.exports.call_handle(&mut self.store, guest_req);
         self.in_call = false;
         self.finish(result)
+    }
+
+    /// Calls what the request asks for (`handle`, or a turn of an A2A task)
+    /// on a fiber; a turn's answer is an empty 200, its outcome having gone
+    /// to the turn's event channel.
+    pub async fn call_async(&mut self, req: &Request) -> Result<Response, CallError> {
+        match &req.call {
+            crate::request::Call::Handle => self.handle_async(req).await,
+            crate::request::Call::Turn(turn) => {
+                let turn = turn.clone();
+                self.turn_async(req, &turn).await?;
+                Ok(Response::new(
+                    http::StatusCode::OK,
+                    http::HeaderMap::new(),
+                    bytes::Bytes::new(),
+                ))
+            }
+        }
     }
 
     /// Calls `handle` on a fiber that yields to the executor at every epoch
@@ -216,6 +278,7 @@ impl<E> Live<E> {
                 fresh: true,
                 in_call: false,
                 scratch: Vec::new(),
+                a2a: None,
             }),
             Err(err) => Err(match classify(&store, err) {
                 CallError::Trap(msg) => CallError::Instantiate(msg),
@@ -267,7 +330,11 @@ pub(super) fn new_store(
     store.limiter(|s| &mut s.limiter);
     store.epoch_deadline_callback(|ctx| {
         let state = ctx.data();
-        Ok(if Instant::now() >= state.deadline_at {
+        let canceled = state
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+        Ok(if canceled || Instant::now() >= state.deadline_at {
             UpdateDeadline::Interrupt
         } else if state.may_yield {
             UpdateDeadline::Yield(1)

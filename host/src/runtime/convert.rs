@@ -116,6 +116,7 @@ pub fn response_from_guest(resp: GuestResponse, max_body: usize) -> Result<Respo
         status,
         headers: decode_headers(Bytes::from(resp.headers))?,
         body: Bytes::from(resp.body),
+        stream: None,
     })
 }
 

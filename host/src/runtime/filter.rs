@@ -166,6 +166,7 @@ fn verdict_from_guest(v: GuestVerdict, phase: Phase, max_body: usize) -> Result<
                 headers: decode_headers(Bytes::from(resp.headers))
                     .map_err(|e| format!("block headers: {e}"))?,
                 body: Bytes::from(resp.body),
+                stream: None,
             })
         }
         GuestDecision::Redirect(r) => {

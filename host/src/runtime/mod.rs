@@ -11,6 +11,7 @@ mod engine;
 mod filter;
 mod preinit;
 mod state;
+mod turn;
 
 use sha2::Digest;
 use wasmtime::Engine;
@@ -24,6 +25,7 @@ pub use engine::{Allocation, EPOCH_TICK, EngineSettings};
 pub use filter::{FilterImage, FilterLive};
 pub use preinit::wants_preinit;
 pub use state::{GuestIdentity, GuestState};
+pub use turn::MAX_TURN_EVENTS;
 
 use crate::config::Limits;
 

@@ -38,6 +38,10 @@ pub struct GuestState {
     pub(crate) deadline_at: Instant,
     /// Whether the current call may yield to the async executor at a tick.
     pub(crate) may_yield: bool,
+    /// The A2A turn the current call runs, when it runs one.
+    pub(crate) turn: Option<super::turn::TurnScope>,
+    /// Set when the current call is canceled: checked at every epoch tick.
+    pub(crate) cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
     wasi: Option<WasiCtx>,
     table: ResourceTable,
 }
@@ -51,6 +55,8 @@ impl GuestState {
             limiter: MemoryLimiter::new(memory_limit),
             deadline_at: Instant::now(),
             may_yield: false,
+            turn: None,
+            cancel: None,
             wasi: None,
             table: ResourceTable::new(),
         }

@@ -31,6 +31,10 @@ const RUST: &[Template] = &[
         "wharf-guest/src/filter.rs",
         include_str!("../../../guests/wharf-guest/src/filter.rs"),
     ),
+    (
+        "wharf-guest/src/a2a.rs",
+        include_str!("../../../guests/wharf-guest/src/a2a.rs"),
+    ),
 ];
 const C: &[Template] = &[
     ("build.sh", include_str!("templates/c.build.sh")),

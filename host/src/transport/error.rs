@@ -172,6 +172,11 @@ impl From<&RouteError> for ApiError {
                 "the agent reported an internal error",
             ),
             CallError::BadRequest(m) => ApiError::new(S::BAD_REQUEST, "bad_request", m.clone()),
+            CallError::Canceled => ApiError::new(
+                S::from_u16(499).expect("valid"),
+                "canceled",
+                "the call was canceled",
+            ),
             CallError::NotFound(m) => ApiError::new(S::NOT_FOUND, "not_found", m.clone()),
             CallError::Unavailable(m) => {
                 ApiError::new(S::SERVICE_UNAVAILABLE, "unavailable", m.clone())

@@ -28,6 +28,8 @@ use crate::router::AgentRoute;
 /// What every HTTP handler shares.
 pub struct AppState {
     pub pipeline: Pipeline,
+    /// A2A tasks, for the agents that serve A2A.
+    pub a2a: Arc<crate::a2a::A2a>,
 }
 
 /// The routes, with the whole-request timeout (tower-http) on agent calls.
@@ -36,6 +38,9 @@ pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/agents/{name}", any(call_agent))
         .route("/agents/{name}/", any(call_agent))
         .route("/agents/{name}/{*rest}", any(call_agent))
+        .route("/a2a/{name}", any(super::a2a::call))
+        .route("/a2a/{name}/", any(super::a2a::call))
+        .route("/a2a/{name}/{*rest}", any(super::a2a::call))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
@@ -212,9 +217,23 @@ async fn handle(
     client: Option<SocketAddr>,
     req: HttpRequest,
 ) -> Result<Response, ApiError> {
+    let (request, body) = neutral(req, id, client, path_below_agent);
+    let result = state.pipeline.handle(name, request, body).await;
+    answer(result)
+}
+
+/// The neutral request for an HTTP request, its body read only when the
+/// pipeline asks (after the request-headers filters); `below` gives the
+/// path below the mount point.
+pub(super) fn neutral(
+    req: HttpRequest,
+    id: Arc<str>,
+    client: Option<SocketAddr>,
+    below: fn(&str) -> String,
+) -> (Request, request::Body) {
     let (parts, body) = req.into_parts();
     let request = Request {
-        path: path_below_agent(parts.uri.path()),
+        path: below(parts.uri.path()),
         query: parts.uri.query().unwrap_or("").to_string(),
         method: parts.method,
         headers: parts.headers,
@@ -224,12 +243,31 @@ async fn handle(
         affinity: None,
         agent: Arc::from(""),
         metadata: Vec::new(),
+        call: request::Call::Handle,
     };
-    // Read only when the pipeline asks: after the request-headers filters.
     let body = request::Body::Deferred(Box::new(move |limit| Box::pin(read_body(body, limit))));
-    match state.pipeline.handle(name, request, body).await {
+    (request, body)
+}
+
+/// The HTTP answer for what the pipeline produced: a whole or a streamed
+/// body, or the error's JSON (logged, never leaking internals).
+pub(super) fn answer(
+    result: Result<request::Response, crate::pipeline::PipelineError>,
+) -> Result<Response, ApiError> {
+    match result {
         Ok(resp) => {
-            let mut out = Response::new(Body::from(resp.body));
+            let body = match resp.stream {
+                None => Body::from(resp.body),
+                Some(stream) => {
+                    let head = futures_util::stream::once(std::future::ready(resp.body));
+                    let all = futures_util::StreamExt::chain(head, stream);
+                    Body::from_stream(futures_util::StreamExt::map(
+                        all,
+                        Ok::<_, std::convert::Infallible>,
+                    ))
+                }
+            };
+            let mut out = Response::new(body);
             *out.status_mut() = resp.status;
             *out.headers_mut() = resp.headers;
             Ok(out)

@@ -1,6 +1,7 @@
 //! Transports: bytes on a socket ⇄ the neutral request. Transports call the
 //! pipeline and never the runtime.
 
+mod a2a;
 mod error;
 mod http;
 mod serve;

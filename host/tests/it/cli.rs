@@ -90,6 +90,8 @@ async fn serve_with_agents_and_listen_serves_exactly_that_directory() {
     let empty = tempfile::tempdir().unwrap();
     let child = wharf()
         .current_dir(empty.path())
+        // The default task store goes under the data directory: a throwaway one.
+        .env("XDG_DATA_HOME", empty.path())
         .arg("serve")
         .arg("--agents")
         .arg(dir.path())

@@ -112,10 +112,19 @@ pub struct Server {
     state: std::sync::Arc<wharf::transport::AppState>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// The task store's directory, when the configuration named none.
+    _tasks: Option<tempfile::TempDir>,
 }
 
 impl Server {
-    pub async fn start(config: Config) -> Server {
+    /// Starts `config`; a configuration that names no task store gets one
+    /// of its own in a temporary directory.
+    pub async fn start(mut config: Config) -> Server {
+        let tasks = config.tasks.path.is_none().then(|| {
+            let dir = tempfile::tempdir().unwrap();
+            config.tasks.path = Some(dir.path().join("tasks.db"));
+            dir
+        });
         let engine = EngineSettings {
             max_memory: wharf::app::engine_settings(&config).max_memory,
             ..test_engine()
@@ -132,6 +141,7 @@ impl Server {
             state,
             stop: Some(stop),
             task: Some(task),
+            _tasks: tasks,
         }
     }
 

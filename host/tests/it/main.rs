@@ -2,6 +2,7 @@
 //! guest components built from `guests/` (by `scripts/build-guests.sh`,
 //! run once per test binary).
 
+mod a2a;
 mod auth;
 mod cache;
 mod cli;

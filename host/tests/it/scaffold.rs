@@ -47,6 +47,8 @@ async fn new_builds_and_serves(lang: &str) {
         .env("WHARF", env!("CARGO_BIN_EXE_wharf"))
         // `wharf serve` there uses the default cache dir: keep it in target/.
         .env("XDG_CACHE_HOME", &xdg_cache)
+        // …and its task store under the project's parent (a throwaway).
+        .env("XDG_DATA_HOME", parent.path())
         .env(
             "COMPONENTIZE_PY",
             root.join("target/toolchains/python/bin/componentize-py"),

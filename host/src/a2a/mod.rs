@@ -1,0 +1,371 @@
+//! A2A tasks as the host runs them, whatever binding the call came in on:
+//! sending a message (a new task or a follow-up turn), reading and listing
+//! tasks, canceling, and subscribing to a task's events. The task store
+//! keeps every task; tasks with a turn running are also held here, with
+//! the cancel flag and the channel their events fan out on. Bindings
+//! (JSON-RPC, HTTP+JSON) decode into these operations and encode what they
+//! return; nothing here knows which one called.
+
+mod run;
+mod validate;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc, watch};
+use wharf_tasks::{
+    A2aError, A2aErrorKind, GetTaskParams, ListTasksParams, Message, Role, SendMessageParams,
+    SqliteStore, StreamResponse, Task, TaskIdParams, TaskState, TaskStore, history_limit,
+};
+
+use crate::request::Request;
+use crate::router::AgentRoute;
+
+/// Events a task's subscribers may fall behind by before they are sent a
+/// fresh snapshot of the task instead.
+const FANOUT_CAPACITY: usize = 1024;
+/// How long a cancel waits for a running turn to stop.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// What a send or subscribe answers: a task (or its events as they come).
+pub enum Reply {
+    Task(Box<Task>),
+    Stream(mpsc::Receiver<StreamResponse>),
+}
+
+/// The A2A tasks of every agent.
+pub struct A2a {
+    store: Arc<SqliteStore>,
+    running: DashMap<(String, String), Arc<Running>>,
+}
+
+/// A task whose turn is running now.
+pub(crate) struct Running {
+    /// The task as it changes; locked only to apply or read a change.
+    task: std::sync::Mutex<Task>,
+    events: broadcast::Sender<StreamResponse>,
+    cancel: Arc<AtomicBool>,
+    /// Becomes true when the turn has ended and the task was saved.
+    done: watch::Sender<bool>,
+}
+
+impl A2a {
+    /// Tasks kept in `store`. Tasks a previous run left submitted or
+    /// working had their turn stopped by the restart: they end failed.
+    pub fn new(store: Arc<SqliteStore>) -> A2a {
+        for (agent, mut task) in store.unfinished() {
+            if matches!(task.status.state, TaskState::Submitted | TaskState::Working) {
+                let message = agent_message("the host restarted while this task was running");
+                if task.set_status(TaskState::Failed, Some(message)).is_ok() {
+                    tracing::warn!(agent, task = %task.id, "a task left running by an earlier run is marked failed");
+                    let _ = store.save(&agent, &task).wait_blocking();
+                }
+            }
+        }
+        A2a {
+            store,
+            running: DashMap::new(),
+        }
+    }
+
+    pub fn store(&self) -> &SqliteStore {
+        &self.store
+    }
+
+    /// `SendMessage` and `SendStreamingMessage`: a new task, or the next
+    /// turn of one waiting for input. The turn runs on its own: a client
+    /// that goes away does not stop it.
+    pub async fn send(
+        self: &Arc<Self>,
+        route: Arc<AgentRoute>,
+        req: &Request,
+        params: SendMessageParams,
+        streaming: bool,
+    ) -> Result<Reply, A2aError> {
+        validate::message(&params.message)?;
+        let agent = route.name().to_string();
+        let config = params.configuration.clone().unwrap_or_default();
+        let history = history_limit(config.history_length)?;
+        let mut message = params.message;
+        message.role = Role::User;
+        let (mut task, earlier) = match message.task_id.clone() {
+            Some(id) => {
+                let mut task = self.task(&agent, &id)?;
+                let earlier = task.history.clone();
+                task.follow_up(message.clone())?;
+                (task, earlier)
+            }
+            None => {
+                let id = uuid::Uuid::new_v4().to_string();
+                let context = message
+                    .context_id
+                    .clone()
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+                (Task::submitted(id, context, message.clone()), Vec::new())
+            }
+        };
+        if let Some(metadata) = &params.metadata {
+            task.metadata = Some(metadata.clone());
+        }
+        task.set_status(TaskState::Working, None)?;
+        let (running, done) = self.start(&agent, &task)?;
+        let fanout = running.events.subscribe();
+        let saved = self.store.save(&agent, &task);
+        if streaming || config.return_immediately {
+            // The client learns the task's id now: it must be there to find.
+            saved.wait().await.map_err(store_error)?;
+        }
+        let turn = run::Turn {
+            a2a: self.clone(),
+            agent: agent.clone(),
+            route,
+            running: running.clone(),
+            message,
+            earlier,
+            metadata: params.metadata.map(|m| Value::Object(m).to_string()),
+        };
+        tokio::spawn(turn.run(run::turn_request(req, &task)));
+        if streaming {
+            return Ok(Reply::Stream(stream(task, fanout, running)));
+        }
+        if !config.return_immediately {
+            wait_done(done).await;
+        }
+        let task = running
+            .task
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        Ok(Reply::Task(Box::new(trimmed(task, history))))
+    }
+
+    /// `GetTask`.
+    pub fn get(&self, agent: &str, params: GetTaskParams) -> Result<Task, A2aError> {
+        let history = history_limit(params.history_length)?;
+        Ok(trimmed(self.task(agent, &params.id)?, history))
+    }
+
+    /// `ListTasks`: the protocol's `ListTasksResponse`.
+    pub fn list(&self, agent: &str, params: ListTasksParams) -> Result<Value, A2aError> {
+        let query = params.query()?;
+        let page = self.store.list(agent, &query).map_err(store_error)?;
+        let tasks: Vec<Value> = page
+            .tasks
+            .iter()
+            .map(|t| {
+                let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
+                if query.include_artifacts && v.get("artifacts").is_none() {
+                    v["artifacts"] = json!([]);
+                }
+                v
+            })
+            .collect();
+        Ok(json!({
+            "tasks": tasks,
+            "nextPageToken": page.next_page_token,
+            "pageSize": page.page_size,
+            "totalSize": page.total_size,
+        }))
+    }
+
+    /// `CancelTask`: a running turn is interrupted and the task ends
+    /// canceled; a task waiting for input is canceled at once.
+    pub async fn cancel(&self, agent: &str, params: TaskIdParams) -> Result<Task, A2aError> {
+        let key = (agent.to_string(), params.id.clone());
+        let running = self.running.get(&key).map(|r| r.clone());
+        if let Some(running) = running {
+            running.cancel.store(true, Ordering::Relaxed);
+            let done = running.done.subscribe();
+            if tokio::time::timeout(CANCEL_WAIT, wait_done(done))
+                .await
+                .is_err()
+            {
+                return Err(A2aError::new(A2aErrorKind::Internal)
+                    .message("Internal error: the task's turn did not stop in time"));
+            }
+            let task = self.task(agent, &params.id)?;
+            if task.status.state == TaskState::Canceled {
+                return Ok(task);
+            }
+            // The turn ended on its own before it saw the cancel.
+        }
+        let mut task = self.task(agent, &params.id)?;
+        task.cancel()?;
+        self.store
+            .save(agent, &task)
+            .wait()
+            .await
+            .map_err(store_error)?;
+        Ok(task)
+    }
+
+    /// `SubscribeToTask`: the task now, then its events until it finishes
+    /// or waits for input.
+    pub fn subscribe(&self, agent: &str, params: TaskIdParams) -> Result<Reply, A2aError> {
+        let key = (agent.to_string(), params.id.clone());
+        if let Some(running) = self.running.get(&key).map(|r| r.clone()) {
+            let task = running.task.lock().unwrap_or_else(|e| e.into_inner());
+            let fanout = running.events.subscribe();
+            return Ok(Reply::Stream(stream(task.clone(), fanout, running.clone())));
+        }
+        let task = self.task(agent, &params.id)?;
+        if task.status.state.is_terminal() {
+            return Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
+                .message(format!(
+                    "task `{}` is finished: there is nothing to subscribe to",
+                    task.id
+                ))
+                .with("taskId", task.id.clone())
+                .with("state", task.status.state.as_str()));
+        }
+        let (tx, rx) = mpsc::channel(1);
+        let _ = tx.try_send(StreamResponse::Task(task));
+        Ok(Reply::Stream(rx))
+    }
+
+    /// The task, or `TaskNotFound`.
+    fn task(&self, agent: &str, id: &str) -> Result<Task, A2aError> {
+        let key = (agent.to_string(), id.to_string());
+        if let Some(running) = self.running.get(&key) {
+            return Ok(running
+                .task
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone());
+        }
+        self.store
+            .get(agent, id)
+            .map_err(store_error)?
+            .ok_or_else(|| task_not_found(id))
+    }
+
+    /// Registers a turn for `task`; refused while one is running.
+    fn start(
+        &self,
+        agent: &str,
+        task: &Task,
+    ) -> Result<(Arc<Running>, watch::Receiver<bool>), A2aError> {
+        let (done, done_rx) = watch::channel(false);
+        let running = Arc::new(Running {
+            task: std::sync::Mutex::new(task.clone()),
+            events: broadcast::channel(FANOUT_CAPACITY).0,
+            cancel: Arc::new(AtomicBool::new(false)),
+            done,
+        });
+        match self.running.entry((agent.to_string(), task.id.clone())) {
+            Entry::Occupied(_) => Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
+                .message(format!(
+                    "task `{}` is running a turn; send the next message when it asks for one",
+                    task.id
+                ))
+                .with("taskId", task.id.clone())),
+            Entry::Vacant(slot) => {
+                slot.insert(running.clone());
+                Ok((running, done_rx))
+            }
+        }
+    }
+
+    /// The turn of `task` has ended and its last state is saved.
+    fn finish(&self, agent: &str, task_id: &str) {
+        if let Some((_, running)) = self
+            .running
+            .remove(&(agent.to_string(), task_id.to_string()))
+        {
+            running.done.send_replace(true);
+        }
+    }
+}
+
+async fn wait_done(mut done: watch::Receiver<bool>) {
+    let _ = done.wait_for(|d| *d).await;
+}
+
+/// The task's events as a stream: the task first, then each change, until
+/// it finishes or waits for input. A subscriber that falls behind gets the
+/// task as it is now in place of what it missed.
+fn stream(
+    task: Task,
+    mut fanout: broadcast::Receiver<StreamResponse>,
+    running: Arc<Running>,
+) -> mpsc::Receiver<StreamResponse> {
+    let (tx, rx) = mpsc::channel(64);
+    let task_id = task.id.clone();
+    tokio::spawn(async move {
+        if tx.send(StreamResponse::Task(task)).await.is_err() {
+            return;
+        }
+        loop {
+            let event = match fanout.recv().await {
+                Ok(event) => event,
+                Err(broadcast::error::RecvError::Closed) => return,
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::debug!(task = %task_id, missed, "a subscriber fell behind; sending a snapshot");
+                    let now = running
+                        .task
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone();
+                    StreamResponse::Task(now)
+                }
+            };
+            let last = ends_stream(&event);
+            if tx.send(event).await.is_err() || last {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// A stream closes when its task finishes or stops for input.
+pub(crate) fn ends_stream(event: &StreamResponse) -> bool {
+    match event {
+        StreamResponse::StatusUpdate(e) => stops(e.status.state),
+        StreamResponse::Task(t) => stops(t.status.state),
+        StreamResponse::Message(_) => true,
+        StreamResponse::ArtifactUpdate(_) => false,
+    }
+}
+
+fn stops(state: TaskState) -> bool {
+    state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+}
+
+fn trimmed(mut task: Task, history: Option<usize>) -> Task {
+    if let Some(n) = history {
+        let drop = task.history.len().saturating_sub(n);
+        task.history.drain(..drop);
+    }
+    task
+}
+
+pub(crate) fn task_not_found(id: &str) -> A2aError {
+    A2aError::new(A2aErrorKind::TaskNotFound)
+        .message(format!("Task not found: no task `{id}`"))
+        .with("taskId", id.to_string())
+}
+
+pub(crate) fn store_error(err: wharf_tasks::StoreError) -> A2aError {
+    tracing::error!(error = %err, "task store");
+    A2aError::new(A2aErrorKind::Internal).message("Internal error: the task store failed")
+}
+
+/// A message from the host in the agent's name (why a task failed).
+pub(crate) fn agent_message(text: &str) -> Message {
+    Message {
+        message_id: uuid::Uuid::new_v4().to_string(),
+        context_id: None,
+        task_id: None,
+        role: Role::Agent,
+        parts: vec![wharf_tasks::Part::text(text)],
+        metadata: None,
+        extensions: Vec::new(),
+        reference_task_ids: Vec::new(),
+    }
+}

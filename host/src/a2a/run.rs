@@ -1,0 +1,181 @@
+//! Running one turn of a task: the agent is called through its route (rate
+//! limit, breaker, pool, affinity, deadline, metrics, as any call), each
+//! event it reports is applied to the task and fanned out as it arrives,
+//! and how the turn ended decides the task's next state, saved before the
+//! last event goes out.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::sync::mpsc;
+use wharf_tasks::TaskStore as _;
+use wharf_tasks::{Message, StreamResponse, Task, TaskState};
+
+use super::{A2a, Running, agent_message};
+use crate::request::{Call, Request, TurnEvent};
+use crate::router::{AgentRoute, RouteError};
+use crate::runtime::CallError;
+
+/// One turn, ready to run.
+pub(super) struct Turn {
+    pub a2a: Arc<A2a>,
+    pub agent: String,
+    pub route: Arc<AgentRoute>,
+    pub running: Arc<Running>,
+    /// The client's new message.
+    pub message: Message,
+    /// The task's messages before it.
+    pub earlier: Vec<Message>,
+    /// The request's metadata as JSON text.
+    pub metadata: Option<String>,
+}
+
+/// The request the agent's route runs: the client's request head (id,
+/// client, headers, filter metadata) with the turn to call. The context id
+/// is the affinity key when the client's request names none, so a
+/// conversation stays with its warm instance.
+pub(super) fn turn_request(req: &Request, task: &Task) -> Request {
+    let mut turn_req = Request::new(req.method.clone(), req.path.clone());
+    turn_req.query = req.query.clone();
+    turn_req.headers = req.headers.clone();
+    turn_req.id = req.id.clone();
+    turn_req.client = req.client;
+    turn_req.agent = req.agent.clone();
+    turn_req.metadata = req.metadata.clone();
+    turn_req.affinity = req
+        .affinity
+        .clone()
+        .or_else(|| Some(task.context_id.clone()));
+    turn_req
+}
+
+impl Turn {
+    pub async fn run(self, mut req: Request) {
+        let task_id = self
+            .running
+            .task
+            .lock()
+            .map(|t| t.id.clone())
+            .unwrap_or_default();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (context_id, history) = {
+            let task = self.lock();
+            (task.context_id.clone(), self.earlier.clone())
+        };
+        req.call = Call::Turn(Arc::new(crate::request::Turn {
+            task_id: task_id.clone(),
+            context_id,
+            message: self.message.clone(),
+            history,
+            metadata: self.metadata.clone().unwrap_or_default(),
+            events: tx,
+            cancel: self.running.cancel.clone(),
+        }));
+        let call = self.route.dispatch(req);
+        tokio::pin!(call);
+        let mut finished = None;
+        let result = loop {
+            tokio::select! {
+                biased;
+                Some(event) = rx.recv() => self.apply(event, &mut finished),
+                result = &mut call => break result,
+            }
+        };
+        while let Ok(event) = rx.try_recv() {
+            self.apply(event, &mut finished);
+        }
+        let (state, message) = match (result, finished) {
+            (Ok(_), Some(end)) => end,
+            (Ok(_), None) => (
+                TaskState::Failed,
+                Some(agent_message("the agent ended its turn without an outcome")),
+            ),
+            (Err(err), _) => self.failure(&err),
+        };
+        let (task, update) = {
+            let mut task = self.lock();
+            let update = task.set_status(state, message).ok();
+            (task.clone(), update)
+        };
+        if let Err(err) = self.a2a.store.save(&self.agent, &task).wait().await {
+            tracing::error!(agent = %self.agent, task = %task_id, error = %err, "the task's last state was not saved");
+        }
+        if let Some(update) = update {
+            let _ = self
+                .running
+                .events
+                .send(StreamResponse::StatusUpdate(update));
+        }
+        self.a2a.finish(&self.agent, &task_id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Task> {
+        self.running.task.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies one reported event to the task and fans it out, under the
+    /// task's lock so that a subscriber's snapshot and its events agree.
+    fn apply(&self, event: TurnEvent, finished: &mut Option<(TaskState, Option<Message>)>) {
+        let mut task = self.lock();
+        let out = match event {
+            TurnEvent::Working(message) => task
+                .set_status(TaskState::Working, message.map(with_id))
+                .ok()
+                .map(StreamResponse::StatusUpdate),
+            TurnEvent::Artifact {
+                artifact,
+                append,
+                last_chunk,
+            } => Some(StreamResponse::ArtifactUpdate(
+                task.add_artifact(artifact, append, last_chunk),
+            )),
+            TurnEvent::Finished { state, message } => {
+                *finished = Some((state, message.map(with_id)));
+                None
+            }
+        };
+        if let Some(out) = out {
+            // No subscriber is not an error: the task is still kept.
+            let _ = self.running.events.send(out);
+        }
+    }
+
+    /// The task's end when the call failed, with a message that says why
+    /// and leaks nothing of the guest's internals.
+    fn failure(&self, err: &RouteError) -> (TaskState, Option<Message>) {
+        if self.running.cancel.load(Ordering::Relaxed) {
+            return (TaskState::Canceled, None);
+        }
+        let text = match err {
+            RouteError::Call(CallError::BadRequest(text)) => {
+                return (TaskState::Rejected, Some(agent_message(text)));
+            }
+            RouteError::Call(CallError::Unavailable(text)) => text.clone(),
+            RouteError::Call(CallError::Deadline) => {
+                "the agent did not finish within its deadline".into()
+            }
+            RouteError::Call(CallError::MemoryLimit) => {
+                "the agent exceeded its memory limit".into()
+            }
+            RouteError::Call(CallError::InvalidResponse(why)) => {
+                format!("the agent's turn was invalid: {why}")
+            }
+            RouteError::Overloaded => "the agent is at its concurrency limit".into(),
+            RouteError::BreakerOpen { .. } => "the agent is failing and switched off".into(),
+            RouteError::RateLimited { .. } => "rate limit exceeded".into(),
+            other => {
+                tracing::warn!(agent = %self.agent, error = %other, "a turn failed");
+                "the agent failed".into()
+            }
+        };
+        (TaskState::Failed, Some(agent_message(&text)))
+    }
+}
+
+/// An agent message without an id gets one.
+fn with_id(mut message: Message) -> Message {
+    if message.message_id.is_empty() {
+        message.message_id = uuid::Uuid::new_v4().to_string();
+    }
+    message
+}

@@ -1,0 +1,124 @@
+//! The `tasks { … }` block: where A2A tasks are kept (an SQLite file), when
+//! a save counts as done, and which finished tasks are deleted.
+//!
+//! ```kdl
+//! tasks {
+//!     path "/var/lib/wharf/tasks.db"   // default: under Wharf's data directory
+//!     durability "commit"              // or "queued"
+//!     max-age "720h"                   // finished tasks older than this go
+//!     max-tasks 100000                 // past this many, the oldest finished go
+//! }
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use kdl::{KdlNode, KdlValue};
+use wharf_tasks::{Durability, Retention, StoreOptions};
+
+use super::diag::Problem;
+use super::parse::Walker;
+
+const TASKS: &[&str] = &["path", "durability", "max-age", "max-tasks"];
+
+/// Where and how A2A tasks are kept.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Tasks {
+    /// The database file; `None` is the default under the data directory.
+    pub path: Option<PathBuf>,
+    pub durability: Durability,
+    pub retention: Retention,
+}
+
+impl Tasks {
+    /// The database file: the configured one, else
+    /// `$XDG_DATA_HOME/wharf/tasks.db`, else `$HOME/.local/share/wharf/tasks.db`.
+    pub fn path(&self) -> Result<PathBuf, String> {
+        if let Some(path) = &self.path {
+            return Ok(path.clone());
+        }
+        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+        match (var("XDG_DATA_HOME"), var("HOME")) {
+            (Some(data), _) => Ok(PathBuf::from(data).join("wharf").join("tasks.db")),
+            (None, Some(home)) => Ok(PathBuf::from(home).join(".local/share/wharf/tasks.db")),
+            (None, None) => Err(
+                "no place for the task store: set `tasks { path … }`, XDG_DATA_HOME or HOME".into(),
+            ),
+        }
+    }
+
+    /// The store's options, its directory created when missing.
+    pub fn store_options(&self) -> Result<StoreOptions, String> {
+        let path = self.path()?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            create_private_dir(dir).map_err(|e| {
+                format!(
+                    "cannot create the task store's directory {}: {e}",
+                    dir.display()
+                )
+            })?;
+        }
+        let mut options = StoreOptions::new(path);
+        options.durability = self.durability;
+        options.retention = self.retention;
+        Ok(options)
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+impl Walker {
+    pub(super) fn tasks(&mut self, node: &KdlNode, tasks: &mut Tasks) {
+        for child in self.block(node) {
+            match child.name().value() {
+                "path" => {
+                    if let Some((path, span)) = self.string(child) {
+                        if path.is_empty() {
+                            self.problems
+                                .push(Problem::new(span, "`path` must not be empty"));
+                        } else {
+                            tasks.path = Some(path.into());
+                        }
+                    }
+                }
+                "durability" => {
+                    if let Some(d) = self.durability(child) {
+                        tasks.durability = d;
+                    }
+                }
+                "max-age" => tasks.retention.max_age = self.duration(child),
+                "max-tasks" => {
+                    tasks.retention.max_tasks = self.count(child, 1).map(|n| n as u64);
+                }
+                _ => self.unknown(child, "in `tasks`", TASKS),
+            }
+        }
+    }
+
+    fn durability(&mut self, node: &KdlNode) -> Option<Durability> {
+        let entry = self.sole_entry(node, false)?;
+        match entry.value() {
+            KdlValue::String(s) if s == "commit" => Some(Durability::Commit),
+            KdlValue::String(s) if s == "queued" => Some(Durability::Queued),
+            KdlValue::String(s) => {
+                self.problems.push(Problem::new(
+                    entry.span(),
+                    format!("`durability` must be \"commit\" or \"queued\", not \"{s}\""),
+                ));
+                None
+            }
+            _ => {
+                self.wrong_type(entry, "`durability` expects \"commit\" or \"queued\"");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! A2A over real sockets with the `scribe` (streaming) and `booking`
+//! (multi-turn) agents: the official Python SDK's client over both
+//! bindings, every protocol error a hostile or careless client can cause
+//! (each answered in the binding's form while the host keeps serving),
+//! tasks kept across a restart, a turn cut off by a restart marked failed,
+//! filters on A2A calls, and a turn's bounds (deadline, event count).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+const V1: (&str, &str) = ("a2a-version", "1.0");
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+fn sdk_python() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = root.join("target/toolchains/a2a-client/bin/python");
+    assert!(
+        python.is_file(),
+        "the A2A SDK is not installed at {}: run scripts/test-clients.sh (scripts/test.sh does)",
+        python.display()
+    );
+    python
+}
+
+/// Runs the SDK scenarios of `tests/a2a/sdk_client.py` over `binding`.
+async fn sdk_scenarios(base: &str, binding: &str) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/a2a/sdk_client.py");
+    let mut cmd = Command::new(sdk_python());
+    cmd.arg(script).arg(base).arg(binding);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "SDK scenarios over {binding} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_python_sdk_drives_every_method_over_both_bindings() {
+    let dir = agents_dir(&["scribe", "booking"]);
+    let server = Server::start(config(dir.path(), "")).await;
+    sdk_scenarios(&server.base, "JSONRPC").await;
+    sdk_scenarios(&server.base, "HTTP+JSON").await;
+    server.stop().await;
+}
+
+async fn rpc(server: &Server, agent: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let url = server.url(&format!("/a2a/{agent}"));
+    send(&client(), Method::POST, &url, headers, body.to_string()).await
+}
+
+fn send_params(text: &str) -> Value {
+    json!({"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": text}]}})
+}
+
+fn call(method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params}).to_string()
+}
+
+/// The JSON-RPC error code of a reply, checking the envelope.
+fn rpc_code(reply: &Reply) -> i64 {
+    let body = reply.json();
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    body["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_calls_get_the_bindings_errors_and_the_host_keeps_serving() {
+    let dir = agents_dir(&["scribe", "echo"]);
+    let kdl = "agent \"scribe\" { request-body \"4KiB\" }\n";
+    let server = Server::start(config(dir.path(), kdl)).await;
+    let both = [V1, JSON];
+
+    // JSON-RPC: parse errors, bad envelopes, unknown methods, bad params.
+    let reply = rpc(&server, "scribe", &both, "{\"jsonrpc\":").await;
+    assert_eq!((reply.status, rpc_code(&reply)), (StatusCode::OK, -32700));
+    assert_eq!(reply.json()["id"], Value::Null);
+    let reply = rpc(&server, "scribe", &both, "[1,2,3]").await;
+    assert_eq!(rpc_code(&reply), -32600);
+    let reply = rpc(&server, "scribe", &both, &call("Frobnicate", json!({}))).await;
+    assert_eq!(rpc_code(&reply), -32601);
+    assert_eq!(reply.json()["error"]["data"]["method"], "Frobnicate");
+    assert_eq!(reply.json()["id"], 9, "the request's id is echoed");
+    let reply = rpc(&server, "scribe", &both, &call("GetTask", json!({"id": 5}))).await;
+    assert_eq!(rpc_code(&reply), -32602);
+    let no_parts = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}});
+    let reply = rpc(&server, "scribe", &both, &call("SendMessage", no_parts)).await;
+    assert_eq!(rpc_code(&reply), -32602);
+    assert!(
+        reply.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at least one part")
+    );
+    // A2A errors carry ErrorInfo.
+    let reply = rpc(
+        &server,
+        "scribe",
+        &both,
+        &call("GetTask", json!({"id": "nope"})),
+    )
+    .await;
+    assert_eq!(rpc_code(&reply), -32001);
+    let info = &reply.json()["error"]["data"][0];
+    assert_eq!(info["reason"], "TASK_NOT_FOUND");
+    assert_eq!(info["domain"], "a2a-protocol.org");
+    assert_eq!(info["metadata"]["taskId"], "nope");
+    // Versions: none means 0.3, which is refused; 1.x is served.
+    let reply = rpc(
+        &server,
+        "scribe",
+        &[JSON],
+        &call("GetTask", json!({"id": "x"})),
+    )
+    .await;
+    assert_eq!(rpc_code(&reply), -32009);
+    assert_eq!(
+        reply.json()["error"]["data"][0]["metadata"]["requested"],
+        "0.3"
+    );
+    let reply = rpc(&server, "scribe", &[JSON, ("a2a-version", "2.0")], "{}").await;
+    assert_eq!(rpc_code(&reply), -32600, "the envelope is checked first");
+    // Content types and methods.
+    let plain = [V1, ("content-type", "text/plain")];
+    let reply = rpc(
+        &server,
+        "scribe",
+        &plain,
+        &call("GetTask", json!({"id": "x"})),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(rpc_code(&reply), -32600);
+    let reply = send(
+        &client(),
+        Method::GET,
+        &server.url("/a2a/scribe"),
+        &both,
+        "",
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED);
+    // Too large: the agent's body limit, before any parsing.
+    let big = call("SendMessage", send_params(&"x".repeat(8192)));
+    let reply = rpc(&server, "scribe", &both, &big).await;
+    assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
+    // Agents that do not serve A2A, and agents that do not exist.
+    let reply = rpc(&server, "echo", &both, &call("GetTask", json!({"id": "x"}))).await;
+    assert_eq!(
+        (reply.status, reply.error_code().as_str()),
+        (StatusCode::NOT_FOUND, "not_a2a")
+    );
+    let reply = get(&server.url("/a2a/nobody/.well-known/agent-card.json")).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+
+    // HTTP+JSON: the same errors with HTTP statuses and AIP-193 bodies.
+    let url = |p: &str| server.url(&format!("/a2a/scribe{p}"));
+    let reply = send(&client(), Method::GET, &url("/tasks/nope"), &[V1], "").await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+    let err = &reply.json()["error"];
+    assert_eq!(
+        (err["code"].as_i64(), err["status"].as_str()),
+        (Some(404), Some("NOT_FOUND"))
+    );
+    assert_eq!(err["details"][0]["reason"], "TASK_NOT_FOUND");
+    let reply = send(
+        &client(),
+        Method::POST,
+        &url("/message:send"),
+        &both,
+        "{oops",
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    let reply = send(&client(), Method::POST, &url("/message:send"), &[V1], "{}").await;
+    assert_eq!(reply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let reply = send(&client(), Method::GET, &url("/tasks?pageSize=0"), &[V1], "").await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert!(
+        reply.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("pageSize")
+    );
+    let reply = send(&client(), Method::GET, &url("/tasks"), &[], "").await;
+    assert_eq!(
+        reply.json()["error"]["details"][0]["reason"],
+        "VERSION_NOT_SUPPORTED"
+    );
+    let reply = send(&client(), Method::POST, &url("/no/such:thing"), &[V1], "").await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+    let reply = send(&client(), Method::POST, &url("/tasks/x:cancel"), &[V1], "").await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+
+    // After all that, both the agent and its neighbour still answer.
+    let reply = rpc(
+        &server,
+        "scribe",
+        &both,
+        &call("SendMessage", send_params("still here")),
+    )
+    .await;
+    assert_eq!(
+        reply.json()["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    assert_eq!(post(&server.url("/agents/echo"), "ok").await.text(), "ok");
+    server.stop().await;
+}
+
+/// Sends `text` to scribe over JSON-RPC and returns the task.
+async fn send_text(server: &Server, text: &str) -> Value {
+    let reply = rpc(
+        server,
+        "scribe",
+        &[V1, JSON],
+        &call("SendMessage", send_params(text)),
+    )
+    .await;
+    reply.json()["result"]["task"].clone()
+}
+
+async fn get_task(server: &Server, id: &str) -> Value {
+    let reply = rpc(
+        server,
+        "scribe",
+        &[V1, JSON],
+        &call("GetTask", json!({"id": id})),
+    )
+    .await;
+    reply.json()["result"].clone()
+}
+
+/// How many tasks scribe has, by `ListTasks`.
+async fn total_tasks(server: &Server) -> u64 {
+    let reply = rpc(server, "scribe", &[V1, JSON], &call("ListTasks", json!({}))).await;
+    reply.json()["result"]["totalSize"].as_u64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_survive_a_restart_and_a_turn_cut_off_by_one_ends_failed() {
+    let dir = agents_dir(&["scribe"]);
+    let store = tempfile::tempdir().unwrap();
+    let path = store.path().join("tasks.db");
+    let kdl = format!("tasks {{ path \"{}\" }}\n", path.display());
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    let done = send_text(&server, "kept across restarts").await;
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED");
+    server.stop().await;
+
+    // What a process killed in the middle of a turn leaves behind: a task
+    // saved as working, whose turn no longer runs.
+    let cut_off: wharf_tasks::Task = serde_json::from_value(json!({
+        "id": "cut-off", "contextId": "c",
+        "status": {"state": "TASK_STATE_WORKING"},
+        "history": [{"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "spin"}]}],
+    }))
+    .unwrap();
+    let at = path.clone();
+    tokio::task::spawn_blocking(move || {
+        use wharf_tasks::TaskStore as _;
+        let killed = wharf_tasks::SqliteStore::open(wharf_tasks::StoreOptions::new(at)).unwrap();
+        killed.save("scribe", &cut_off).wait_blocking().unwrap();
+    })
+    .await
+    .unwrap();
+
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    let again = get_task(&server, done["id"].as_str().unwrap()).await;
+    assert_eq!(again, done, "the finished task is back as it was");
+    let cut = get_task(&server, "cut-off").await;
+    assert_eq!(cut["status"]["state"], "TASK_STATE_FAILED");
+    assert_eq!(
+        cut["status"]["message"]["parts"][0]["text"],
+        "the host restarted while this task was running"
+    );
+    assert_eq!(total_tasks(&server).await, 2);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn filters_see_a2a_calls_and_a_turn_is_bounded() {
+    let dir = agents_dir(&["scribe"]);
+    std::fs::copy(guest("probe"), dir.path().join("gate.wasm")).unwrap();
+    let kdl = "filter \"gate\" { config { name \"gate\" } }\n\
+               filters \"gate\"\n\
+               agent \"scribe\" { deadline \"300ms\" }\n";
+    let server = Server::start(config(dir.path(), kdl)).await;
+    let body = call("SendMessage", send_params("through the chain"));
+
+    // The filter runs on the A2A call: it can block it before the agent
+    // runs, and it sees (and stamps) the answer.
+    let blocked = rpc(
+        &server,
+        "scribe",
+        &[V1, JSON, ("x-probe-gate", "rh:block:401")],
+        &body,
+    )
+    .await;
+    assert_eq!(blocked.status, StatusCode::UNAUTHORIZED);
+    let passed = rpc(&server, "scribe", &[V1, JSON], &body).await;
+    assert_eq!(passed.headers["x-probe-gate-seen"], "rh,sh");
+    assert_eq!(
+        passed.json()["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    assert_eq!(
+        total_tasks(&server).await,
+        1,
+        "the blocked call made no task"
+    );
+
+    // A turn that outruns its deadline fails with the reason.
+    let spun = send_text(&server, "spin").await;
+    assert_eq!(spun["status"]["state"], "TASK_STATE_FAILED");
+    assert_eq!(
+        spun["status"]["message"]["parts"][0]["text"],
+        "the agent did not finish within its deadline"
+    );
+    // A turn that reports more events than allowed fails, and nothing of
+    // the guest's internals shows.
+    let flooded = send_text(&server, "flood").await;
+    assert_eq!(flooded["status"]["state"], "TASK_STATE_FAILED");
+    let why = flooded["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(why.contains("more than 10000 events"), "{why}");
+
+    // The turns went through the agent's route: its metrics counted them.
+    let metrics = get(&server.url("/metrics")).await.text();
+    let count = |status: &str| {
+        metrics
+            .lines()
+            .find(|l| {
+                l.starts_with("wharf_requests_total")
+                    && l.contains("agent=\"scribe\"")
+                    && l.contains(&format!("status=\"{status}\""))
+            })
+            .unwrap_or_else(|| panic!("no {status} count for scribe:\n{metrics}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(count("200"), "1");
+    assert_eq!(count("504"), "1");
+    assert_eq!(count("502"), "1");
+    server.stop().await;
+}
