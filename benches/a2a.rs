@@ -3,7 +3,10 @@
 //! durabilities, payloads 64 B … 1 MiB), sends in flight at once, a stream
 //! drained (3, 27, 252 events) and its first event, and the error paths.
 //! The baseline in the same run is the plain HTTP echo through the same
-//! server: a request with no task, no store and no JSON.
+//! server: a request with no task, no store and no JSON. Round trips are
+//! timed twice: with hyper's client (what an application would use) and
+//! with a raw HTTP/1.1 writer-reader, whose own cost is near nothing, so
+//! that figure is the server's.
 //!
 //! `cargo bench --bench a2a`
 
@@ -139,9 +142,91 @@ fn memchr(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
+/// An HTTP/1.1 request as bytes, for the raw client.
+fn raw_request(b: &Bench, path: &str, body: &[u8]) -> Vec<u8> {
+    let host = b.base.trim_start_matches("http://");
+    let mut out = format!(
+        "POST {path} HTTP/1.1\r\nhost: {host}\r\na2a-version: 1.0\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// Times `iters` round trips of `request` on one kept-alive connection
+/// with the least client there is: write the bytes, read until the
+/// response's `content-length` is in. What it measures is the server.
+fn raw_sequential(b: &Bench, iters: u64, request: &[u8], expect: &[u8]) -> Duration {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    b.rt.block_on(async {
+        let addr = b.base.trim_start_matches("http://").to_string();
+        let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+        conn.set_nodelay(true).unwrap();
+        let mut buf = Vec::with_capacity(64 << 10);
+        let started = Instant::now();
+        for _ in 0..iters {
+            conn.write_all(request).await.unwrap();
+            buf.clear();
+            let (head, len) = loop {
+                let mut chunk = [0u8; 16 << 10];
+                let n = conn.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "the server closed the connection");
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map(|v| v.trim().parse().unwrap())
+                        .unwrap();
+                    break (end + 4, len);
+                }
+            };
+            while buf.len() < head + len {
+                let mut chunk = [0u8; 16 << 10];
+                let n = conn.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "the server closed the connection");
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            assert!(
+                buf.starts_with(b"HTTP/1.1 200"),
+                "{}",
+                String::from_utf8_lossy(&buf)
+            );
+            assert!(memchr(&buf[head..], expect));
+        }
+        started.elapsed()
+    })
+}
+
 fn round_trips(c: &mut Criterion) {
     let queued = Bench::start("queued");
     let commit = Bench::start("commit");
+    let mut g = c.benchmark_group("a2a/raw_round_trip");
+    let echo = raw_request(&queued, "/agents/echo", &[b'x'; 1024]);
+    g.bench_function("http_echo_1KiB_baseline", |bch| {
+        bch.iter_custom(|n| raw_sequential(&queued, n, &echo, b"xxxx"))
+    });
+    let send = raw_request(&queued, "/a2a/scribe", &send_body("hello brave new world"));
+    g.bench_function("jsonrpc_send_queued", |bch| {
+        bch.iter_custom(|n| raw_sequential(&queued, n, &send, b"TASK_STATE_COMPLETED"))
+    });
+    let rest = raw_request(
+        &queued,
+        "/a2a/scribe/message:send",
+        &rest_body("hello brave new world"),
+    );
+    g.bench_function("rest_send_queued", |bch| {
+        bch.iter_custom(|n| raw_sequential(&queued, n, &rest, b"TASK_STATE_COMPLETED"))
+    });
+    let send_commit = raw_request(&commit, "/a2a/scribe", &send_body("hello brave new world"));
+    g.bench_function("jsonrpc_send_commit", |bch| {
+        bch.iter_custom(|n| raw_sequential(&commit, n, &send_commit, b"TASK_STATE_COMPLETED"))
+    });
+    g.finish();
+
     let mut g = c.benchmark_group("a2a/round_trip");
     let echo = vec![b'x'; 1024];
     g.bench_function("http_echo_1KiB_baseline", |bch| {
@@ -270,14 +355,19 @@ async fn drain(client: &HttpClient, req: Request<Full<Bytes>>) -> (Duration, usi
     let mut body = resp.into_body();
     let mut first = None;
     let mut events = 0;
+    // `data: ` may straddle two frames: keep the last bytes of the one before.
+    let mut carry: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.unwrap();
         if let Some(data) = frame.data_ref() {
-            let n = data.windows(6).filter(|w| w == b"data: ").count();
+            carry.extend_from_slice(data);
+            let n = carry.windows(6).filter(|w| w == b"data: ").count();
             if n > 0 && first.is_none() {
                 first = Some(started.elapsed());
             }
             events += n;
+            let keep = carry.len().min(5);
+            carry.drain(..carry.len() - keep);
         }
     }
     (first.unwrap(), events)

@@ -91,4 +91,6 @@ build_c filter filter
 build_go filter filter
 build_py filter filter
 build_js filter filter
+# The multi-turn A2A agent (the `a2a-agent` world) in Python too.
+build_py booking a2a-agent
 echo "$root/target/guests/wasm32-wasip2/release"

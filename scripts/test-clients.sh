@@ -2,7 +2,8 @@
 # Installs the real clients the tests drive Wharf with, once; a no-op when
 # they are present. Prints nothing on success but what it installs.
 #   A2A: the official Python SDK (`a2a-sdk`, pinned) in a venv under
-#        target/toolchains/a2a-client
+#        target/toolchains/a2a-client, and the official JavaScript SDK
+#        (`@a2a-js/sdk`, pinned by its lock file) under target/toolchains/a2a-js
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/target/toolchains/a2a-client"
@@ -14,4 +15,17 @@ if [ ! -x "$venv/bin/python" ] \
     rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "a2a-sdk==$a2a_sdk_version" >&2
+fi
+
+# A2A: the official JavaScript SDK (`@a2a-js/sdk`), pinned by
+# host/tests/a2a/js/package-lock.json, under target/toolchains/a2a-js.
+js_src="$root/host/tests/a2a/js"
+js="$root/target/toolchains/a2a-js"
+if [ ! -d "$js/node_modules/@a2a-js/sdk" ] || [ ! -f "$js/.installed" ] \
+    || [ "$js_src/package-lock.json" -nt "$js/.installed" ]; then
+    echo "installing @a2a-js/sdk (npm)" >&2
+    rm -rf "$js" && mkdir -p "$js"
+    cp "$js_src/package.json" "$js_src/package-lock.json" "$js/"
+    (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    touch "$js/.installed"
 fi

@@ -38,6 +38,16 @@ pub fn inspect(path: &Path) -> Result<Report, String> {
         .map_err(|e| format!("failed to compile: {e}"))?;
     let (imports, exports) = component_items(runtime.engine(), &component);
     let (world, fits) = match runtime.prepare(&component) {
+        Ok(Prepared::Agent(_))
+            if exports
+                .iter()
+                .any(|e| e.starts_with("wharf:plugin/a2a-handler")) =>
+        {
+            (
+                Some("a2a-agent"),
+                "fits the a2a-agent world (an agent that also serves A2A)".to_string(),
+            )
+        }
         Ok(Prepared::Agent(_)) => (Some("agent"), "fits the agent world".to_string()),
         Ok(Prepared::Filter(_)) => (Some("filter"), "fits the filter world".to_string()),
         Err(reason) => (None, reason),

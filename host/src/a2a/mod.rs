@@ -90,6 +90,14 @@ impl A2a {
         let agent = route.name().to_string();
         let config = params.configuration.clone().unwrap_or_default();
         let history = history_limit(config.history_length)?;
+        if config
+            .task_push_notification_config
+            .as_ref()
+            .is_some_and(|c| !c.is_null())
+        {
+            return Err(A2aError::new(A2aErrorKind::PushNotificationNotSupported)
+                .message("Push notifications are not supported by this agent"));
+        }
         let mut message = params.message;
         message.role = Role::User;
         let (mut task, earlier) = match message.task_id.clone() {

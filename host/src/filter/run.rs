@@ -182,6 +182,10 @@ impl<'a> ChainRun<'a> {
                 }
             }
         }
+        if resp.stream.is_some() {
+            // A streamed body leaves as it is produced: no filter holds it.
+            return Ok(resp);
+        }
         for (i, _) in want_body.iter().enumerate().filter(|(_, w)| **w) {
             let Some(prefix) = self.body_view(i, resp.body.len(), "response")? else {
                 continue;

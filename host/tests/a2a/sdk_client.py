@@ -1,8 +1,10 @@
 """Drives a running Wharf with the official A2A Python SDK (a2a-sdk 1.3).
 
-Usage: sdk_client.py BASE_URL BINDING   (BINDING: JSONRPC or HTTP+JSON)
+Usage: sdk_client.py BASE_URL BINDING [BOOKING [ONLY]]
+  BINDING: JSONRPC or HTTP+JSON; BOOKING: the multi-turn agent's name
+  (default `booking`); ONLY: run only the scenarios whose name holds it.
 
-BASE_URL serves the `scribe` and `booking` agents at /a2a/NAME. Each
+BASE_URL serves the `scribe` and BOOKING agents at /a2a/NAME. Each
 scenario asserts what the SDK's client got back; the script prints one line
 per scenario and a closing `N passed, N failed` line, and exits non-zero
 when any failed.
@@ -35,6 +37,8 @@ from a2a.utils.errors import (
 )
 
 BASE, BINDING = sys.argv[1], sys.argv[2]
+BOOKING = sys.argv[3] if len(sys.argv) > 3 else "booking"
+ONLY = sys.argv[4] if len(sys.argv) > 4 else ""
 
 
 async def client(agent, streaming=True, polling=False):
@@ -123,7 +127,7 @@ async def list_filters_by_context_and_pages():
 
 
 async def multi_turn_asks_until_it_knows_enough():
-    c = await client("booking", streaming=False)
+    c = await client(BOOKING, streaming=False)
     (first,) = await events(c, "I would like to book a table")
     task = first.task
     assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
@@ -226,7 +230,7 @@ SCENARIOS = [
 
 async def main():
     passed = failed = 0
-    for scenario in SCENARIOS:
+    for scenario in [s for s in SCENARIOS if ONLY in s.__name__]:
         try:
             await asyncio.wait_for(scenario(), timeout=60)
             passed += 1

@@ -1,7 +1,8 @@
 //! A2A over real sockets with the `scribe` (streaming) and `booking`
-//! (multi-turn) agents: the official Python SDK's client over both
-//! bindings, every protocol error a hostile or careless client can cause
-//! (each answered in the binding's form while the host keeps serving),
+//! (multi-turn, in Rust and in Python) agents: the official Python SDK's
+//! client over both bindings, the JavaScript SDK's streaming, every
+//! protocol error a hostile or careless client can cause (each answered
+//! in the binding's form while the host keeps serving),
 //! tasks kept across a restart, a turn cut off by a restart marked failed,
 //! filters on A2A calls, and a turn's bounds (deadline, event count).
 
@@ -27,28 +28,64 @@ fn sdk_python() -> PathBuf {
     python
 }
 
-/// Runs the SDK scenarios of `tests/a2a/sdk_client.py` over `binding`.
-async fn sdk_scenarios(base: &str, binding: &str) {
+/// Runs the SDK scenarios of `tests/a2a/sdk_client.py` over `binding`,
+/// with `booking` as the multi-turn agent, those whose name holds `only`.
+async fn sdk_scenarios(base: &str, binding: &str, booking: &str, only: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/a2a/sdk_client.py");
     let mut cmd = Command::new(sdk_python());
-    cmd.arg(script).arg(base).arg(binding);
+    cmd.arg(script)
+        .arg(base)
+        .arg(binding)
+        .arg(booking)
+        .arg(only);
+    run_client(cmd, &format!("the Python SDK over {binding}")).await;
+}
+
+/// Runs a client script, which must exit 0 with none of its checks failed.
+async fn run_client(mut cmd: Command, what: &str) {
     let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains(" passed, 0 failed"),
-        "SDK scenarios over {binding} failed:\n{stdout}\n{}",
+        "{what} failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_python_sdk_drives_every_method_over_both_bindings() {
-    let dir = agents_dir(&["scribe", "booking"]);
+    let dir = agents_dir(&["scribe", "booking", "booking-py"]);
     let server = Server::start(config(dir.path(), "")).await;
-    sdk_scenarios(&server.base, "JSONRPC").await;
-    sdk_scenarios(&server.base, "HTTP+JSON").await;
+    sdk_scenarios(&server.base, "JSONRPC", "booking", "").await;
+    sdk_scenarios(&server.base, "HTTP+JSON", "booking", "").await;
+    // The same conversation with the Python build of the multi-turn agent.
+    sdk_scenarios(&server.base, "JSONRPC", "booking-py", "multi_turn").await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_javascript_sdk_streams_over_both_bindings() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let sdk = root.join("target/toolchains/a2a-js");
+    assert!(
+        sdk.join("node_modules/@a2a-js/sdk").is_dir(),
+        "the A2A JavaScript SDK is not installed at {}: run scripts/test-clients.sh",
+        sdk.display()
+    );
+    // ES modules find their packages beside the script.
+    let script = sdk.join("stream.mjs");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/a2a/js/stream.mjs"),
+        &script,
+    )
+    .unwrap();
+    let dir = agents_dir(&["scribe"]);
+    let server = Server::start(config(dir.path(), "")).await;
+    let mut cmd = Command::new("node");
+    cmd.arg(&script).arg(&server.base);
+    run_client(cmd, "the JavaScript SDK").await;
     server.stop().await;
 }
 
@@ -101,6 +138,14 @@ async fn bad_calls_get_the_bindings_errors_and_the_host_keeps_serving() {
             .as_str()
             .unwrap()
             .contains("at least one part")
+    );
+    let with_push = json!({"message": send_params("x")["message"],
+        "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/hook"}}});
+    let reply = rpc(&server, "scribe", &both, &call("SendMessage", with_push)).await;
+    assert_eq!(
+        rpc_code(&reply),
+        -32003,
+        "a push config is refused, not ignored"
     );
     // A2A errors carry ErrorInfo.
     let reply = rpc(

@@ -59,6 +59,15 @@ fn inspect_reports_world_digest_imports_and_exports() {
     assert!(text.contains("handle"), "{text}");
 
     let out = wharf()
+        .arg("inspect")
+        .arg(guest("scribe"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("world:   a2a-agent"), "{text}");
+    assert!(text.contains("wharf:plugin/a2a@0.2.0"), "{text}");
+
+    let out = wharf()
         .args(["inspect", "--json"])
         .arg(guest("shapes"))
         .output()
