@@ -100,6 +100,8 @@ impl A2a {
         }
         let mut message = params.message;
         message.role = Role::User;
+        // An empty id is no id (some clients send proto defaults).
+        message.task_id = message.task_id.filter(|id| !id.is_empty());
         let (mut task, earlier) = match message.task_id.clone() {
             Some(id) => {
                 let mut task = self.task(&agent, &id)?;
@@ -126,18 +128,23 @@ impl A2a {
         let saved = self.store.save(&agent, &task);
         if streaming || config.return_immediately {
             // The client learns the task's id now: it must be there to find.
-            saved.wait().await.map_err(store_error)?;
+            if let Err(err) = saved.wait().await {
+                self.finish(&agent, &task.id);
+                return Err(store_error(err));
+            }
         }
+        let metadata = params.metadata.map(|m| Value::Object(m).to_string());
+        let (call, events) = run::turn_call(&task, message, earlier, metadata, &running);
         let turn = run::Turn {
             a2a: self.clone(),
             agent: agent.clone(),
             route,
             running: running.clone(),
-            message,
-            earlier,
-            metadata: params.metadata.map(|m| Value::Object(m).to_string()),
+            call,
+            events,
         };
-        tokio::spawn(turn.run(run::turn_request(req, &task)));
+        let turn_req = run::turn_request(req, &turn.call);
+        tokio::spawn(turn.run(turn_req));
         if streaming {
             return Ok(Reply::Stream(stream(task, fanout, running)));
         }

@@ -22,66 +22,74 @@ pub(super) struct Turn {
     pub agent: String,
     pub route: Arc<AgentRoute>,
     pub running: Arc<Running>,
-    /// The client's new message.
-    pub message: Message,
-    /// The task's messages before it.
-    pub earlier: Vec<Message>,
-    /// The request's metadata as JSON text.
-    pub metadata: Option<String>,
+    /// What the guest is called with.
+    pub call: Arc<crate::request::Turn>,
+    /// Where the guest's events arrive.
+    pub events: mpsc::UnboundedReceiver<TurnEvent>,
+}
+
+/// What a turn carries into the guest, and the channel its events come
+/// back on.
+pub(super) fn turn_call(
+    task: &Task,
+    message: Message,
+    history: Vec<Message>,
+    metadata: Option<String>,
+    running: &Running,
+) -> (
+    Arc<crate::request::Turn>,
+    mpsc::UnboundedReceiver<TurnEvent>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let call = crate::request::Turn {
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        message,
+        history,
+        metadata: metadata.unwrap_or_default(),
+        events: tx,
+        cancel: running.cancel.clone(),
+    };
+    (Arc::new(call), rx)
 }
 
 /// The request the agent's route runs: the client's request head (id,
 /// client, headers, filter metadata) with the turn to call. The context id
 /// is the affinity key when the client's request names none, so a
 /// conversation stays with its warm instance.
-pub(super) fn turn_request(req: &Request, task: &Task) -> Request {
-    let mut turn_req = Request::new(req.method.clone(), req.path.clone());
-    turn_req.query = req.query.clone();
-    turn_req.headers = req.headers.clone();
-    turn_req.id = req.id.clone();
-    turn_req.client = req.client;
-    turn_req.agent = req.agent.clone();
-    turn_req.metadata = req.metadata.clone();
-    turn_req.affinity = req
-        .affinity
-        .clone()
-        .or_else(|| Some(task.context_id.clone()));
-    turn_req
+pub(super) fn turn_request(req: &Request, call: &Arc<crate::request::Turn>) -> Request {
+    Request {
+        method: req.method.clone(),
+        path: req.path.clone(),
+        query: req.query.clone(),
+        headers: req.headers.clone(),
+        body: bytes::Bytes::new(),
+        id: req.id.clone(),
+        client: req.client,
+        affinity: req
+            .affinity
+            .clone()
+            .or_else(|| Some(call.context_id.clone())),
+        agent: req.agent.clone(),
+        metadata: req.metadata.clone(),
+        call: Call::Turn(call.clone()),
+    }
 }
 
 impl Turn {
-    pub async fn run(self, mut req: Request) {
-        let task_id = self
-            .running
-            .task
-            .lock()
-            .map(|t| t.id.clone())
-            .unwrap_or_default();
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let (context_id, history) = {
-            let task = self.lock();
-            (task.context_id.clone(), self.earlier.clone())
-        };
-        req.call = Call::Turn(Arc::new(crate::request::Turn {
-            task_id: task_id.clone(),
-            context_id,
-            message: self.message.clone(),
-            history,
-            metadata: self.metadata.clone().unwrap_or_default(),
-            events: tx,
-            cancel: self.running.cancel.clone(),
-        }));
+    pub async fn run(mut self, req: Request) {
+        let task_id = self.call.task_id.clone();
         let call = self.route.dispatch(req);
         tokio::pin!(call);
         let mut finished = None;
         let result = loop {
             tokio::select! {
                 biased;
-                Some(event) = rx.recv() => self.apply(event, &mut finished),
+                Some(event) = self.events.recv() => self.apply(event, &mut finished),
                 result = &mut call => break result,
             }
         };
-        while let Ok(event) = rx.try_recv() {
+        while let Ok(event) = self.events.try_recv() {
             self.apply(event, &mut finished);
         }
         let (state, message) = match (result, finished) {

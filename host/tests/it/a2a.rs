@@ -247,12 +247,17 @@ async fn bad_calls_get_the_bindings_errors_and_the_host_keeps_serving() {
     let reply = send(&client(), Method::POST, &url("/tasks/x:cancel"), &[V1], "").await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
 
-    // After all that, both the agent and its neighbour still answer.
+    // After all that, both the agent and its neighbour still answer (and
+    // empty ids, as clients that send proto defaults write them, are no ids).
     let reply = rpc(
         &server,
         "scribe",
         &both,
-        &call("SendMessage", send_params("still here")),
+        &call(
+            "SendMessage",
+            json!({"message": {"messageId": "m-2", "role": "ROLE_USER", "taskId": "",
+                "contextId": "", "parts": [{"text": "still here"}]}}),
+        ),
     )
     .await;
     assert_eq!(
@@ -400,5 +405,20 @@ async fn filters_see_a2a_calls_and_a_turn_is_bounded() {
     assert_eq!(count("200"), "1");
     assert_eq!(count("504"), "1");
     assert_eq!(count("502"), "1");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_waf_reads_a2a_messages_too() {
+    let dir = agents_dir(&["scribe"]);
+    std::fs::copy(guest("waf"), dir.path().join("waf.wasm")).unwrap();
+    let server = Server::start(config(dir.path(), "filters \"waf\"\n")).await;
+    let attack = call("SendMessage", send_params("1' OR '1'='1"));
+    let reply = rpc(&server, "scribe", &[V1, JSON], &attack).await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.text());
+    assert_eq!(reply.error_code(), "blocked");
+    assert_eq!(total_tasks(&server).await, 0, "no task was made for it");
+    let clean = send_text(&server, "a perfectly ordinary sentence").await;
+    assert_eq!(clean["status"]["state"], "TASK_STATE_COMPLETED");
     server.stop().await;
 }
