@@ -130,6 +130,25 @@ fn sequential(
     })
 }
 
+/// Sends of `body` to `path`, one after another, each answered with a
+/// completed task.
+fn send_loop<'a>(
+    b: &'a Bench,
+    path: &'a str,
+    body: &'a [u8],
+) -> impl FnMut(&mut criterion::Bencher<'_>) + 'a {
+    move |bch| {
+        bch.iter_custom(|n| {
+            sequential(
+                b,
+                n,
+                || b.request(Method::POST, path, body.to_vec()),
+                completed,
+            )
+        })
+    }
+}
+
 fn completed(body: &Bytes) {
     assert!(
         memchr(body, b"TASK_STATE_COMPLETED"),
@@ -240,56 +259,28 @@ fn round_trips(c: &mut Criterion) {
         })
     });
     let body = send_body("hello brave new world");
-    g.bench_function("jsonrpc_send_queued", |bch| {
-        bch.iter_custom(|n| {
-            sequential(
-                &queued,
-                n,
-                || queued.request(Method::POST, "/a2a/scribe", body.clone()),
-                completed,
-            )
-        })
-    });
+    g.bench_function(
+        "jsonrpc_send_queued",
+        send_loop(&queued, "/a2a/scribe", &body),
+    );
     let rest = rest_body("hello brave new world");
-    g.bench_function("rest_send_queued", |bch| {
-        bch.iter_custom(|n| {
-            sequential(
-                &queued,
-                n,
-                || queued.request(Method::POST, "/a2a/scribe/message:send", rest.clone()),
-                completed,
-            )
-        })
-    });
-    g.bench_function("jsonrpc_send_commit", |bch| {
-        bch.iter_custom(|n| {
-            sequential(
-                &commit,
-                n,
-                || commit.request(Method::POST, "/a2a/scribe", body.clone()),
-                completed,
-            )
-        })
-    });
+    g.bench_function(
+        "rest_send_queued",
+        send_loop(&queued, "/a2a/scribe/message:send", &rest),
+    );
+    g.bench_function(
+        "jsonrpc_send_commit",
+        send_loop(&commit, "/a2a/scribe", &body),
+    );
     g.finish();
 
     let mut g = c.benchmark_group("a2a/payload");
     for size in [64usize, 1024, 64 << 10, 1 << 20] {
         let body = send_body(&"x".repeat(size));
         g.throughput(Throughput::Bytes(size as u64));
-        g.bench_with_input(
+        g.bench_function(
             BenchmarkId::new("jsonrpc_send_queued", size),
-            &body,
-            |bch, body| {
-                bch.iter_custom(|n| {
-                    sequential(
-                        &queued,
-                        n,
-                        || queued.request(Method::POST, "/a2a/scribe", body.clone()),
-                        completed,
-                    )
-                })
-            },
+            send_loop(&queued, "/a2a/scribe", &body),
         );
     }
     g.finish();
@@ -407,19 +398,9 @@ fn streams(c: &mut Criterion) {
             })
         });
         let blocking = rest_body(&format!("count {n}"));
-        g.bench_with_input(
+        g.bench_function(
             BenchmarkId::new("not_streamed", n),
-            &blocking,
-            |bch, body| {
-                bch.iter_custom(|iters| {
-                    sequential(
-                        &b,
-                        iters,
-                        || b.request(Method::POST, "/a2a/scribe/message:send", body.clone()),
-                        completed,
-                    )
-                })
-            },
+            send_loop(&b, "/a2a/scribe/message:send", &blocking),
         );
     }
     g.finish();
