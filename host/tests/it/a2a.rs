@@ -57,7 +57,10 @@ async fn run_client(mut cmd: Command, what: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_python_sdk_drives_every_method_over_both_bindings() {
     let dir = agents_dir(&["scribe", "booking", "booking-py"]);
-    let server = Server::start(config(dir.path(), "")).await;
+    // `spin` turns end by cancel in these scenarios, not by the deadline,
+    // however slow the machine.
+    let kdl = "agent \"scribe\" { deadline \"30s\" }\n";
+    let server = Server::start(config(dir.path(), kdl)).await;
     sdk_scenarios(&server.base, "JSONRPC", "booking", "").await;
     sdk_scenarios(&server.base, "HTTP+JSON", "booking", "").await;
     // The same conversation with the Python build of the multi-turn agent.
@@ -344,7 +347,7 @@ async fn filters_see_a2a_calls_and_a_turn_is_bounded() {
     std::fs::copy(guest("probe"), dir.path().join("gate.wasm")).unwrap();
     let kdl = "filter \"gate\" { config { name \"gate\" } }\n\
                filters \"gate\"\n\
-               agent \"scribe\" { deadline \"300ms\" }\n";
+               agent \"scribe\" { deadline \"2s\" }\n";
     let server = Server::start(config(dir.path(), kdl)).await;
     let body = call("SendMessage", send_params("through the chain"));
 
