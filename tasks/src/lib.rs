@@ -26,4 +26,5 @@ pub use params::{
 pub use sqlite::SqliteStore;
 pub use store::{
     Durability, ListQuery, Retention, StoreError, StoreOptions, TaskPage, TaskStore, Written,
+    trimmed,
 };

@@ -161,7 +161,7 @@ pub trait TaskStore: Send + Sync {
 
 /// `task` as a list or get answers it: at most `history` recent messages,
 /// artifacts only when asked.
-pub(crate) fn trimmed(mut task: Task, history: Option<usize>, artifacts: bool) -> Task {
+pub fn trimmed(mut task: Task, history: Option<usize>, artifacts: bool) -> Task {
     if let Some(n) = history {
         let drop = task.history.len().saturating_sub(n);
         task.history.drain(..drop);

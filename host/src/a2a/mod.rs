@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 use wharf_tasks::{
     A2aError, A2aErrorKind, GetTaskParams, ListTasksParams, Message, Role, SendMessageParams,
-    SqliteStore, StreamResponse, Task, TaskIdParams, TaskState, TaskStore, history_limit,
+    SqliteStore, StreamResponse, Task, TaskIdParams, TaskState, TaskStore, history_limit, trimmed,
 };
 
 use crate::request::Request;
@@ -70,10 +70,6 @@ impl A2a {
             store,
             running: DashMap::new(),
         }
-    }
-
-    pub fn store(&self) -> &SqliteStore {
-        &self.store
     }
 
     /// `SendMessage` and `SendStreamingMessage`: a new task, or the next
@@ -156,13 +152,13 @@ impl A2a {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        Ok(Reply::Task(Box::new(trimmed(task, history))))
+        Ok(Reply::Task(Box::new(trimmed(task, history, true))))
     }
 
     /// `GetTask`.
     pub fn get(&self, agent: &str, params: GetTaskParams) -> Result<Task, A2aError> {
         let history = history_limit(params.history_length)?;
-        Ok(trimmed(self.task(agent, &params.id)?, history))
+        Ok(trimmed(self.task(agent, &params.id)?, history, true))
     }
 
     /// `ListTasks`: the protocol's `ListTasksResponse`.
@@ -339,7 +335,7 @@ fn stream(
 }
 
 /// A stream closes when its task finishes or stops for input.
-pub(crate) fn ends_stream(event: &StreamResponse) -> bool {
+fn ends_stream(event: &StreamResponse) -> bool {
     match event {
         StreamResponse::StatusUpdate(e) => stops(e.status.state),
         StreamResponse::Task(t) => stops(t.status.state),
@@ -352,27 +348,19 @@ fn stops(state: TaskState) -> bool {
     state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
 }
 
-fn trimmed(mut task: Task, history: Option<usize>) -> Task {
-    if let Some(n) = history {
-        let drop = task.history.len().saturating_sub(n);
-        task.history.drain(..drop);
-    }
-    task
-}
-
-pub(crate) fn task_not_found(id: &str) -> A2aError {
+fn task_not_found(id: &str) -> A2aError {
     A2aError::new(A2aErrorKind::TaskNotFound)
         .message(format!("Task not found: no task `{id}`"))
         .with("taskId", id.to_string())
 }
 
-pub(crate) fn store_error(err: wharf_tasks::StoreError) -> A2aError {
+fn store_error(err: wharf_tasks::StoreError) -> A2aError {
     tracing::error!(error = %err, "task store");
     A2aError::new(A2aErrorKind::Internal).message("Internal error: the task store failed")
 }
 
 /// A message from the host in the agent's name (why a task failed).
-pub(crate) fn agent_message(text: &str) -> Message {
+fn agent_message(text: &str) -> Message {
     Message {
         message_id: uuid::Uuid::new_v4().to_string(),
         context_id: None,

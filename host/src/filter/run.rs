@@ -196,12 +196,8 @@ impl<'a> ChainRun<'a> {
                         .await?
                 }
                 Some(n) => {
-                    let view = Response {
-                        status: resp.status,
-                        headers: resp.headers.clone(),
-                        body: resp.body.slice(..n),
-                        stream: None,
-                    };
+                    let view =
+                        Response::new(resp.status, resp.headers.clone(), resp.body.slice(..n));
                     self.call(i, Phase::ResponseBody, req, Some(&view), true)
                         .await?
                 }
@@ -466,12 +462,7 @@ fn decision_response(decision: Decision) -> Option<Response> {
         Decision::Redirect { status, location } => {
             let mut headers = HeaderMap::new();
             headers.insert(http::header::LOCATION, location);
-            Some(Response {
-                status,
-                headers,
-                body: Bytes::new(),
-                stream: None,
-            })
+            Some(Response::new(status, headers, Bytes::new()))
         }
     }
 }

@@ -112,12 +112,8 @@ pub fn response_from_guest(resp: GuestResponse, max_body: usize) -> Result<Respo
             resp.body.len()
         ));
     }
-    Ok(Response {
-        status,
-        headers: decode_headers(Bytes::from(resp.headers))?,
-        body: Bytes::from(resp.body),
-        stream: None,
-    })
+    let headers = decode_headers(Bytes::from(resp.headers))?;
+    Ok(Response::new(status, headers, Bytes::from(resp.body)))
 }
 
 /// Decodes a header blob; every length is checked against the bytes

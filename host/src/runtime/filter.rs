@@ -161,13 +161,9 @@ fn verdict_from_guest(v: GuestVerdict, phase: Phase, max_body: usize) -> Result<
                     resp.body.len()
                 ));
             }
-            Decision::Block(Response {
-                status,
-                headers: decode_headers(Bytes::from(resp.headers))
-                    .map_err(|e| format!("block headers: {e}"))?,
-                body: Bytes::from(resp.body),
-                stream: None,
-            })
+            let headers = decode_headers(Bytes::from(resp.headers))
+                .map_err(|e| format!("block headers: {e}"))?;
+            Decision::Block(Response::new(status, headers, Bytes::from(resp.body)))
         }
         GuestDecision::Redirect(r) => {
             let status = match r.status {

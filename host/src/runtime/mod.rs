@@ -25,7 +25,6 @@ pub use engine::{Allocation, EPOCH_TICK, EngineSettings};
 pub use filter::{FilterImage, FilterLive};
 pub use preinit::wants_preinit;
 pub use state::{GuestIdentity, GuestState};
-pub use turn::MAX_TURN_EVENTS;
 
 use crate::config::Limits;
 

@@ -19,7 +19,7 @@ use super::state::GuestState;
 use crate::request::{Request, Turn, TurnEvent};
 
 /// Most events one turn may report; past it the turn fails.
-pub const MAX_TURN_EVENTS: u32 = 10_000;
+const MAX_TURN_EVENTS: u32 = 10_000;
 
 impl Live {
     /// Runs one turn: `on-message` on a fiber, with the turn's cancel flag
