@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 
 use wharf_tasks::SqliteStore;
 
-use crate::a2a::A2a;
+use crate::a2a::{A2a, Push};
 use crate::config::{Cache, Config};
 use crate::filter::AuditLog;
 use crate::metrics::Metrics;
@@ -75,12 +75,18 @@ fn open_cache(runtime: &mut Runtime, config: &Config) -> Result<(), StartError> 
 }
 
 /// Opens the task store (on a blocking thread: it reads the database and
-/// fails tasks a previous run left running).
-async fn open_tasks(config: &Config) -> Result<Arc<A2a>, StartError> {
+/// fails tasks a previous run left running), with push notifications when
+/// the configuration has a `push` block.
+async fn open_tasks(config: &Config, metrics: &Metrics) -> Result<Arc<A2a>, StartError> {
     let options = config.tasks.store_options().map_err(StartError::Tasks)?;
     let path = options.path.clone();
+    let (policy, metrics) = (config.push.clone(), metrics.clone());
     let a2a = tokio::task::spawn_blocking(move || {
-        SqliteStore::open(options).map(|store| A2a::new(Arc::new(store)))
+        SqliteStore::open(options).map(|store| {
+            let store = Arc::new(store);
+            let push = policy.map(|p| Push::new(p, store.clone(), &metrics));
+            A2a::new(store, push)
+        })
     })
     .await
     .map_err(|e| StartError::Tasks(e.to_string()))?
@@ -127,8 +133,9 @@ impl App {
                     source,
                 })?;
         let audit = AuditLog::open(&config.audit).map_err(StartError::Audit)?;
-        let a2a = open_tasks(&config).await?;
-        let pipeline = Pipeline::new(snapshot, Metrics::new(), audit);
+        let metrics = Metrics::new();
+        let a2a = open_tasks(&config, &metrics).await?;
+        let pipeline = Pipeline::new(snapshot, metrics, audit);
         Ok(App {
             config,
             runtime,

@@ -176,8 +176,22 @@ impl A2aError {
         self
     }
 
-    fn details(&self) -> Option<Value> {
-        let reason = self.kind.reason()?;
+    /// The `ErrorInfo` list; `rest` adds one for JSON-RPC's own errors too,
+    /// as the HTTP+JSON binding has no codes of its own to tell them apart
+    /// (reasons as the official SDKs read them).
+    fn details(&self, rest: bool) -> Option<Value> {
+        let generic = || match self.kind {
+            A2aErrorKind::JsonParse => Some("JSON_PARSE"),
+            A2aErrorKind::InvalidRequest => Some("INVALID_REQUEST"),
+            A2aErrorKind::MethodNotFound => Some("METHOD_NOT_FOUND"),
+            A2aErrorKind::InvalidParams => Some("INVALID_PARAMS"),
+            A2aErrorKind::Internal => Some("INTERNAL_ERROR"),
+            _ => None,
+        };
+        let reason = self
+            .kind
+            .reason()
+            .or_else(|| rest.then(generic).flatten())?;
         let mut info = json!({
             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
             "reason": reason,
@@ -193,7 +207,7 @@ impl A2aError {
     /// request's id could not be read).
     pub fn to_jsonrpc(&self, id: Value) -> Value {
         let mut error = json!({ "code": self.kind.jsonrpc_code(), "message": self.message });
-        match self.details() {
+        match self.details(false) {
             Some(details) => error["data"] = details,
             None if !self.metadata.is_empty() => {
                 error["data"] = Value::Object(self.metadata.clone());
@@ -211,7 +225,7 @@ impl A2aError {
             "status": self.kind.grpc_status(),
             "message": self.message,
         });
-        if let Some(details) = self.details() {
+        if let Some(details) = self.details(true) {
             error["details"] = details;
         }
         (status, json!({ "error": error }))
@@ -347,5 +361,15 @@ mod tests {
         );
         let bare = A2aError::new(A2aErrorKind::JsonParse).to_jsonrpc(Value::Null);
         assert!(bare["error"].get("data").is_none());
+        // Over HTTP+JSON the same errors name their kind in an ErrorInfo.
+        let (status, body) = err.to_rest();
+        assert_eq!(status, 404);
+        assert_eq!(body["error"]["details"][0]["reason"], "METHOD_NOT_FOUND");
+        assert_eq!(
+            body["error"]["details"][0]["metadata"]["method"],
+            "invalid/method"
+        );
+        let (_, body) = A2aError::new(A2aErrorKind::InvalidParams).to_rest();
+        assert_eq!(body["error"]["details"][0]["reason"], "INVALID_PARAMS");
     }
 }

@@ -1,7 +1,7 @@
 //! A2A tasks: the protocol's task model, agent card and lifecycle, its
 //! errors in each binding's form, and where tasks are kept. The
 //! [`TaskStore`] trait is what the host's A2A transport uses;
-//! [`SqliteStore`] keeps tasks, their history and artifacts in an embedded
+//! [`SqliteStore`] keeps tasks, their history, artifacts and push configs in an embedded
 //! SQLite database, so a restart keeps every task.
 
 mod card;
@@ -9,6 +9,7 @@ mod error;
 mod lifecycle;
 mod model;
 mod params;
+mod push;
 mod sqlite;
 mod store;
 mod writer;
@@ -22,6 +23,9 @@ pub use model::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
 pub use params::{
     GetTaskParams, ListTasksParams, SendMessageConfiguration, SendMessageParams, TaskIdParams,
     history_limit, now_timestamp, parse_params, parse_timestamp_ms,
+};
+pub use push::{
+    AuthenticationInfo, ListPushConfigsParams, PushConfigParams, TaskPushNotificationConfig,
 };
 pub use sqlite::SqliteStore;
 pub use store::{

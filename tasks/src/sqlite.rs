@@ -18,15 +18,16 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params, params_from_ite
 use tokio::sync::oneshot;
 
 use crate::model::Task;
+use crate::push::TaskPushNotificationConfig;
 use crate::store::{
     Durability, ListQuery, StoreError, StoreOptions, TaskPage, TaskStore, Written, WrittenInner,
     trimmed,
 };
-use crate::writer::{Counts, Op, Put, Writer, count_tasks};
+use crate::writer::{Counts, Op, PushOp, Put, Writer, count_tasks};
 
 /// The schema this build writes; a database with a higher version is
 /// refused rather than misread.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -40,7 +41,14 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (agent, updated_ms);
 CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (agent, context_id, updated_ms);
-PRAGMA user_version = 1;
+CREATE TABLE IF NOT EXISTS push_configs (
+    agent   TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    id      TEXT NOT NULL,
+    body    BLOB NOT NULL,
+    UNIQUE (agent, task_id, id)
+);
+PRAGMA user_version = 2;
 ";
 
 /// States a task leaves no more: the only ones retention deletes.
@@ -182,6 +190,45 @@ impl SqliteStore {
         queue.1.send(op).map_err(|_| StoreError::Closed)
     }
 
+    /// Queues a push config write (`body`) or deletion (`None`).
+    fn push_op(&self, agent: &str, task_id: &str, id: &str, body: Option<Vec<u8>>) -> Written {
+        let (done, rx) = self.settled();
+        let op = Op::Push(PushOp {
+            agent: agent.to_string(),
+            task_id: task_id.to_string(),
+            id: id.to_string(),
+            body,
+            done,
+        });
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        if self.send(op).is_err() {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+            return Written::done(Err(StoreError::Closed));
+        }
+        match rx {
+            Some(rx) => Written(WrittenInner::Pending(rx)),
+            None => Written::done(Ok(())),
+        }
+    }
+
+    /// What a write answers through: after its commit, or nothing to wait
+    /// for when the store answers once writes are queued.
+    #[allow(clippy::type_complexity)]
+    fn settled(
+        &self,
+    ) -> (
+        Option<oneshot::Sender<Result<(), StoreError>>>,
+        Option<oneshot::Receiver<Result<(), StoreError>>>,
+    ) {
+        match self.durability {
+            Durability::Commit => {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Some(rx))
+            }
+            Durability::Queued => (None, None),
+        }
+    }
+
     /// Waits until every save queued before this call is committed (or
     /// has failed). Blocks: call it where blocking is allowed.
     pub fn sync(&self) -> Result<(), StoreError> {
@@ -278,13 +325,7 @@ impl TaskStore for SqliteStore {
             Ok(body) => body,
             Err(e) => return Written::done(Err(StoreError::Database(e.to_string()))),
         };
-        let (done, rx) = match self.durability {
-            Durability::Commit => {
-                let (tx, rx) = oneshot::channel();
-                (Some(tx), Some(rx))
-            }
-            Durability::Queued => (None, None),
-        };
+        let (done, rx) = self.settled();
         let key = key(agent, &task.id);
         let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         queue.0 += 1;
@@ -312,6 +353,48 @@ impl TaskStore for SqliteStore {
             Some(rx) => Written(WrittenInner::Pending(rx)),
             None => Written::done(Ok(())),
         }
+    }
+
+    fn put_push_config(&self, agent: &str, config: &TaskPushNotificationConfig) -> Written {
+        match serde_json::to_vec(config) {
+            Ok(body) => self.push_op(agent, &config.task_id, &config.id, Some(body)),
+            Err(e) => Written::done(Err(StoreError::Database(e.to_string()))),
+        }
+    }
+
+    fn delete_push_config(&self, agent: &str, task_id: &str, id: &str) -> Written {
+        self.push_op(agent, task_id, id, None)
+    }
+
+    fn push_configs(
+        &self,
+        agent: &str,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+        if self.pending.load(Ordering::Acquire) > 0 {
+            self.sync()?;
+        }
+        let conn = self.reader()?;
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT id, body FROM push_configs WHERE agent = ?1 AND task_id = ?2 ORDER BY rowid",
+            )
+            .map_err(db)?;
+        let rows = stmt
+            .query_map(params![agent, task_id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .map_err(db)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db)?;
+        rows.into_iter()
+            .map(|(id, body)| {
+                serde_json::from_slice(&body).map_err(|e| StoreError::Damaged {
+                    id: format!("{task_id}/{id}"),
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
     }
 
     fn get(&self, agent: &str, id: &str) -> Result<Option<Task>, StoreError> {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::model::{Task, TaskState};
+use crate::push::TaskPushNotificationConfig;
 
 /// What can go wrong with a store.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -44,9 +45,9 @@ pub enum Durability {
     Queued,
 }
 
-/// Which finished tasks are deleted. Tasks that are not in a terminal
-/// state (submitted, working, input-required, auth-required) are never
-/// evicted.
+/// Which finished tasks are deleted (with their push configs). Tasks that
+/// are not in a terminal state (submitted, working, input-required,
+/// auth-required) are never evicted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Retention {
     /// Finished tasks not updated for this long are deleted.
@@ -157,6 +158,18 @@ pub trait TaskStore: Send + Sync {
     /// One page of `agent`'s tasks matching `query`, with every earlier
     /// save visible.
     fn list(&self, agent: &str, query: &ListQuery) -> Result<TaskPage, StoreError>;
+    /// Records a push config of `agent`'s task `config.task_id`, replacing
+    /// one with the same id.
+    fn put_push_config(&self, agent: &str, config: &TaskPushNotificationConfig) -> Written;
+    /// Removes a push config; removing one that is not there is no error.
+    fn delete_push_config(&self, agent: &str, task_id: &str, id: &str) -> Written;
+    /// The push configs of `agent`'s task `task_id`, oldest first, with
+    /// every earlier write visible.
+    fn push_configs(
+        &self,
+        agent: &str,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError>;
 }
 
 /// `task` as a list or get answers it: at most `history` recent messages,

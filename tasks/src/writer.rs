@@ -31,6 +31,7 @@ pub(crate) type Counts = DashMap<String, [u64; TaskState::ALL.len()]>;
 
 pub(crate) enum Op {
     Put(Put),
+    Push(PushOp),
     Sync(SyncSender<()>),
     Retain(SyncSender<Result<u64, StoreError>>),
 }
@@ -47,6 +48,25 @@ pub(crate) struct Put {
     pub body: Vec<u8>,
     pub done: Option<oneshot::Sender<Result<(), StoreError>>>,
 }
+
+/// A push config written (`body`) or deleted (`None`).
+pub(crate) struct PushOp {
+    pub agent: String,
+    pub task_id: String,
+    pub id: String,
+    pub body: Option<Vec<u8>>,
+    pub done: Option<oneshot::Sender<Result<(), StoreError>>>,
+}
+
+const PUT_PUSH: &str = "
+INSERT INTO push_configs (agent, task_id, id, body) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (agent, task_id, id) DO UPDATE SET body = excluded.body";
+
+const DELETE_PUSH: &str = "DELETE FROM push_configs WHERE agent = ?1 AND task_id = ?2 AND id = ?3";
+
+/// Push configs whose task is gone (deleted by retention).
+const ORPHAN_PUSH: &str = "DELETE FROM push_configs WHERE NOT EXISTS \
+    (SELECT 1 FROM tasks t WHERE t.agent = push_configs.agent AND t.id = push_configs.task_id)";
 
 /// Counts of the tasks in `conn`, as [`Counts`].
 pub(crate) fn count_tasks(conn: &Connection) -> rusqlite::Result<Counts> {
@@ -115,6 +135,12 @@ impl Writer {
             for op in ops {
                 match op {
                     Op::Put(put) => self.settle(put, &result),
+                    Op::Push(push) => {
+                        self.pending.fetch_sub(1, Ordering::AcqRel);
+                        if let Some(done) = push.done {
+                            let _ = done.send(result.clone());
+                        }
+                    }
                     Op::Sync(tx) => {
                         let _ = tx.send(());
                     }
@@ -137,7 +163,7 @@ impl Writer {
     /// Writes every save of `ops` in one transaction; the counts change
     /// only once it is committed.
     fn commit(&mut self, ops: &[Op]) -> Result<(), StoreError> {
-        if !ops.iter().any(|op| matches!(op, Op::Put(_))) {
+        if !ops.iter().any(|op| matches!(op, Op::Put(_) | Op::Push(_))) {
             return Ok(());
         }
         let mut moves = Vec::new();
@@ -148,6 +174,17 @@ impl Writer {
                 .map_err(db)?;
             let mut upsert = tx.prepare_cached(UPSERT).map_err(db)?;
             for op in ops {
+                if let Op::Push(p) = op {
+                    let done = match &p.body {
+                        Some(body) => tx
+                            .prepare_cached(PUT_PUSH)
+                            .and_then(|mut s| s.execute(params![p.agent, p.task_id, p.id, body])),
+                        None => tx
+                            .prepare_cached(DELETE_PUSH)
+                            .and_then(|mut s| s.execute(params![p.agent, p.task_id, p.id])),
+                    };
+                    done.map_err(db)?;
+                }
                 if let Op::Put(p) = op {
                     let old: Option<i64> = before
                         .query_row(params![p.agent, p.id], |r| r.get(0))
@@ -219,6 +256,9 @@ impl Writer {
                 );
                 deleted += self.delete(&sql, excess as i64)?;
             }
+        }
+        if deleted > 0 {
+            self.conn.execute(ORPHAN_PUSH, []).map_err(db)?;
         }
         Ok(deleted)
     }

@@ -1,6 +1,7 @@
 //! The SQLite task store against a real database file: tasks survive a
 //! reopen, pages and filters, history and artifact trimming, retention,
-//! concurrent saves under group commit, and files it must refuse.
+//! concurrent saves under group commit, push configs kept with their task,
+//! and files it must refuse.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use wharf_tasks::{
     Artifact, Durability, ListQuery, Message, Part, Retention, Role, SqliteStore, StoreError,
-    StoreOptions, Task, TaskState, TaskStatus, TaskStore,
+    StoreOptions, Task, TaskPushNotificationConfig, TaskState, TaskStatus, TaskStore,
 };
 
 fn task(id: &str, context: &str, state: TaskState) -> Task {
@@ -283,6 +284,75 @@ async fn queued_saves_are_committed_before_the_store_closes() {
             .unwrap()
             .total_size,
         500
+    );
+}
+
+fn hook(task_id: &str, id: &str, url: &str) -> TaskPushNotificationConfig {
+    TaskPushNotificationConfig {
+        tenant: String::new(),
+        id: id.into(),
+        task_id: task_id.into(),
+        url: url.into(),
+        token: format!("token-{id}"),
+        authentication: None,
+    }
+}
+
+#[test]
+fn push_configs_are_kept_replaced_deleted_and_go_with_their_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let store = open(&path);
+    store
+        .save("echo", &task("t1", "c", TaskState::Completed))
+        .wait_blocking()
+        .unwrap();
+    for config in [
+        hook("t1", "a", "http://127.0.0.1:9/one"),
+        hook("t1", "b", "http://127.0.0.1:9/two"),
+        hook("t1", "a", "http://127.0.0.1:9/three"),
+    ] {
+        store
+            .put_push_config("echo", &config)
+            .wait_blocking()
+            .unwrap();
+    }
+    let urls = |store: &SqliteStore| -> Vec<(String, String)> {
+        let configs = store.push_configs("echo", "t1").unwrap();
+        configs.into_iter().map(|c| (c.id, c.url)).collect()
+    };
+    let expected = vec![
+        ("a".to_string(), "http://127.0.0.1:9/three".to_string()),
+        ("b".to_string(), "http://127.0.0.1:9/two".to_string()),
+    ];
+    assert_eq!(
+        urls(&store),
+        expected,
+        "a config of the same id is replaced"
+    );
+    assert!(store.push_configs("other", "t1").unwrap().is_empty());
+    drop(store);
+
+    let mut options = StoreOptions::new(&path);
+    options.retention.max_age = Some(Duration::ZERO);
+    let store = SqliteStore::open(options).unwrap();
+    assert_eq!(urls(&store), expected, "configs survive a reopen");
+    for _ in 0..2 {
+        store
+            .delete_push_config("echo", "t1", "b")
+            .wait_blocking()
+            .unwrap();
+    }
+    assert_eq!(
+        urls(&store),
+        expected[..1],
+        "deleting twice is deleting once"
+    );
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(store.retain_now().unwrap(), 1);
+    assert!(
+        urls(&store).is_empty(),
+        "a deleted task's configs are deleted"
     );
 }
 

@@ -6,8 +6,11 @@
 //! (JSON-RPC, HTTP+JSON) decode into these operations and encode what they
 //! return; nothing here knows which one called.
 
+mod push;
 mod run;
 mod validate;
+
+pub use push::Push;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,8 +21,9 @@ use dashmap::mapref::entry::Entry;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 use wharf_tasks::{
-    A2aError, A2aErrorKind, GetTaskParams, ListTasksParams, Message, Role, SendMessageParams,
-    SqliteStore, StreamResponse, Task, TaskIdParams, TaskState, TaskStore, history_limit, trimmed,
+    A2aError, A2aErrorKind, GetTaskParams, ListPushConfigsParams, ListTasksParams, Message,
+    PushConfigParams, Role, SendMessageParams, SqliteStore, StreamResponse, Task, TaskIdParams,
+    TaskPushNotificationConfig, TaskState, TaskStore, history_limit, parse_params, trimmed,
 };
 
 use crate::request::Request;
@@ -41,6 +45,8 @@ pub enum Reply {
 pub struct A2a {
     store: Arc<SqliteStore>,
     running: DashMap<(String, String), Arc<Running>>,
+    /// Push notifications, when the configuration turns them on.
+    push: Option<Push>,
 }
 
 /// A task whose turn is running now.
@@ -54,21 +60,52 @@ pub(crate) struct Running {
 }
 
 impl A2a {
-    /// Tasks kept in `store`. Tasks a previous run left submitted or
-    /// working had their turn stopped by the restart: they end failed.
-    pub fn new(store: Arc<SqliteStore>) -> A2a {
+    /// Tasks kept in `store`, with push notifications when `push` is
+    /// given (the webhooks of unfinished tasks resume). Tasks a previous
+    /// run left submitted or working had their turn stopped by the
+    /// restart: they end failed. Call it on a runtime's blocking thread.
+    pub fn new(store: Arc<SqliteStore>, push: Option<Push>) -> A2a {
         for (agent, mut task) in store.unfinished() {
+            if let Some(push) = &push {
+                push.restore(&agent, &task.id);
+            }
             if matches!(task.status.state, TaskState::Submitted | TaskState::Working) {
                 let message = agent_message("the host restarted while this task was running");
-                if task.set_status(TaskState::Failed, Some(message)).is_ok() {
+                if let Ok(update) = task.set_status(TaskState::Failed, Some(message)) {
                     tracing::warn!(agent, task = %task.id, "a task left running by an earlier run is marked failed");
                     let _ = store.save(&agent, &task).wait_blocking();
+                    if let Some(push) = &push {
+                        push.notify(&agent, &task.id, &StreamResponse::StatusUpdate(update));
+                    }
                 }
             }
         }
         A2a {
             store,
             running: DashMap::new(),
+            push,
+        }
+    }
+
+    /// Whether push notifications are on (the agent card says so).
+    pub fn pushes(&self) -> bool {
+        self.push.is_some()
+    }
+
+    /// Sends an update of `agent`'s task to its subscribers and webhooks.
+    fn publish(&self, agent: &str, running: Option<&Running>, event: StreamResponse) {
+        let task_id = match &event {
+            StreamResponse::Task(t) => t.id.as_str(),
+            StreamResponse::Message(m) => m.task_id.as_deref().unwrap_or_default(),
+            StreamResponse::StatusUpdate(e) => e.task_id.as_str(),
+            StreamResponse::ArtifactUpdate(e) => e.task_id.as_str(),
+        };
+        if let Some(push) = &self.push {
+            push.notify(agent, task_id, &event);
+        }
+        if let Some(running) = running {
+            // No subscriber is not an error: the task is still kept.
+            let _ = running.events.send(event);
         }
     }
 
@@ -86,14 +123,14 @@ impl A2a {
         let agent = route.name().to_string();
         let config = params.configuration.clone().unwrap_or_default();
         let history = history_limit(config.history_length)?;
-        if config
-            .task_push_notification_config
-            .as_ref()
-            .is_some_and(|c| !c.is_null())
-        {
-            return Err(A2aError::new(A2aErrorKind::PushNotificationNotSupported)
-                .message("Push notifications are not supported by this agent"));
-        }
+        let mut webhook = match config.task_push_notification_config.clone() {
+            Some(v) if !v.is_null() => {
+                let mut hook: TaskPushNotificationConfig = parse_params(v)?;
+                self.push()?.check(&mut hook)?;
+                Some(hook)
+            }
+            _ => None,
+        };
         let mut message = params.message;
         message.role = Role::User;
         // An empty id is no id (some clients send proto defaults).
@@ -122,6 +159,13 @@ impl A2a {
         let (running, done) = self.start(&agent, &task)?;
         let fanout = running.events.subscribe();
         let saved = self.store.save(&agent, &task);
+        if let (Some(hook), Some(push)) = (webhook.as_mut(), &self.push) {
+            hook.task_id = task.id.clone();
+            if let Err(err) = push.create(&agent, hook.clone(), true).await {
+                self.finish(&agent, &task.id);
+                return Err(err);
+            }
+        }
         if streaming || config.return_immediately {
             // The client learns the task's id now: it must be there to find.
             if let Err(err) = saved.wait().await {
@@ -206,13 +250,65 @@ impl A2a {
             // The turn ended on its own before it saw the cancel.
         }
         let mut task = self.task(agent, &params.id)?;
-        task.cancel()?;
+        let update = task.cancel()?;
         self.store
             .save(agent, &task)
             .wait()
             .await
             .map_err(store_error)?;
+        self.publish(agent, None, StreamResponse::StatusUpdate(update));
         Ok(task)
+    }
+
+    /// The push notification service, or the protocol's refusal.
+    fn push(&self) -> Result<&Push, A2aError> {
+        self.push.as_ref().ok_or_else(|| {
+            A2aError::new(A2aErrorKind::PushNotificationNotSupported)
+                .message("Push notifications are not supported by this agent")
+        })
+    }
+
+    /// `CreateTaskPushNotificationConfig`.
+    pub async fn create_push_config(
+        &self,
+        agent: &str,
+        params: Value,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        let push = self.push()?;
+        let mut config: TaskPushNotificationConfig = parse_params(params)?;
+        push.check(&mut config)?;
+        let task = self.task(agent, &config.task_id)?;
+        push.create(agent, config, !task.status.state.is_terminal())
+            .await
+    }
+
+    /// `GetTaskPushNotificationConfig`.
+    pub fn get_push_config(
+        &self,
+        agent: &str,
+        params: Value,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        let push = self.push()?;
+        let params: PushConfigParams = parse_params(params)?;
+        self.task(agent, &params.task_id)?;
+        push.get(agent, &params)
+    }
+
+    /// `ListTaskPushNotificationConfigs`.
+    pub fn list_push_configs(&self, agent: &str, params: Value) -> Result<Value, A2aError> {
+        let push = self.push()?;
+        let params: ListPushConfigsParams = parse_params(params)?;
+        self.task(agent, &params.task_id)?;
+        push.list(agent, &params)
+    }
+
+    /// `DeleteTaskPushNotificationConfig`: deleting one that is not there
+    /// is no error.
+    pub async fn delete_push_config(&self, agent: &str, params: Value) -> Result<(), A2aError> {
+        let push = self.push()?;
+        let params: PushConfigParams = parse_params(params)?;
+        self.task(agent, &params.task_id)?;
+        push.delete(agent, &params).await
     }
 
     /// `SubscribeToTask`: the task now, then its events until it finishes
@@ -332,6 +428,15 @@ fn stream(
         }
     });
     rx
+}
+
+/// Whether `event` says its task has finished for good.
+fn ends_task(event: &StreamResponse) -> bool {
+    match event {
+        StreamResponse::StatusUpdate(e) => e.status.state.is_terminal(),
+        StreamResponse::Task(t) => t.status.state.is_terminal(),
+        _ => false,
+    }
 }
 
 /// A stream closes when its task finishes or stops for input.

@@ -109,10 +109,8 @@ impl Turn {
             tracing::error!(agent = %self.agent, task = %task_id, error = %err, "the task's last state was not saved");
         }
         if let Some(update) = update {
-            let _ = self
-                .running
-                .events
-                .send(StreamResponse::StatusUpdate(update));
+            let event = StreamResponse::StatusUpdate(update);
+            self.a2a.publish(&self.agent, Some(&self.running), event);
         }
         self.a2a.finish(&self.agent, &task_id);
     }
@@ -143,8 +141,7 @@ impl Turn {
             }
         };
         if let Some(out) = out {
-            // No subscriber is not an error: the task is still kept.
-            let _ = self.running.events.send(out);
+            self.a2a.publish(&self.agent, Some(&self.running), out);
         }
     }
 

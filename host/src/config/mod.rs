@@ -8,6 +8,7 @@ mod diag;
 mod filter;
 mod parse;
 mod policy;
+mod push;
 mod tasks;
 mod units;
 
@@ -21,6 +22,7 @@ pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLi
 pub use policy::{
     Affinity, AffinitySource, Breaker, Health, Instances, Limits, Mode, Policy, RateKey, RateLimit,
 };
+pub use push::{Push, Target};
 pub use tasks::Tasks;
 pub use units::{format_size, parse_duration, parse_size};
 
@@ -48,6 +50,8 @@ pub struct Config {
     pub audit: AuditSink,
     /// Where A2A tasks are kept.
     pub tasks: Tasks,
+    /// A2A push notifications; off when `None`.
+    pub push: Option<Push>,
 }
 
 /// The compiled-artifact cache setting (`cache "dir"` or `cache #false`).
@@ -133,6 +137,7 @@ impl Default for Config {
             filters: BTreeMap::new(),
             audit: AuditSink::default(),
             tasks: Tasks::default(),
+            push: None,
         }
     }
 }

@@ -30,6 +30,7 @@ const TOP: &[&str] = &[
     "filters",
     "audit",
     "tasks",
+    "push",
 ];
 const LIMITS: &[&str] = &[
     "memory",
@@ -120,6 +121,7 @@ impl Walker {
                 "cache" => set(&mut config.cache, self.cache(node)),
                 "audit" => set(&mut config.audit, self.audit(node)),
                 "tasks" => self.tasks(node, &mut config.tasks),
+                "push" => config.push = self.push(node),
                 "filters" => set(&mut defaults.filters, self.chain(node)),
                 "limits" => {
                     for child in self.block(node) {

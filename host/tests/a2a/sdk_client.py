@@ -4,33 +4,44 @@ Usage: sdk_client.py BASE_URL BINDING [BOOKING [ONLY]]
   BINDING: JSONRPC or HTTP+JSON; BOOKING: the multi-turn agent's name
   (default `booking`); ONLY: run only the scenarios whose name holds it.
 
-BASE_URL serves the `scribe` and BOOKING agents at /a2a/NAME. Each
+BASE_URL serves the `scribe` and BOOKING agents at /a2a/NAME, with push
+notifications allowed to 127.0.0.1 (the script's own webhook server). Each
 scenario asserts what the SDK's client got back; the script prints one line
 per scenario and a closing `N passed, N failed` line, and exits non-zero
 when any failed.
 """
 
 import asyncio
+import json
 import sys
+import threading
 import traceback
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+from google.protobuf import json_format
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import (
+    AuthenticationInfo,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     Part,
     Role,
+    SendMessageConfiguration,
     SendMessageRequest,
+    StreamResponse,
     SubscribeToTaskRequest,
     TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import (
-    PushNotificationNotSupportedError,
+    InvalidParamsError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -49,6 +60,69 @@ async def client(agent, streaming=True, polling=False):
         httpx_client=httpx.AsyncClient(timeout=30),
     )
     return await ClientFactory(config).create_from_url(f"{BASE}/a2a/{agent}")
+
+
+class Webhooks:
+    """A local webhook receiver: every POST is parsed strictly as the SDK's
+    `StreamResponse` and kept per path with its headers; a path named
+    `/flaky-N` answers 503 to its first N posts."""
+
+    def __init__(self):
+        self.received, self.refused = {}, {}
+        self.lock = threading.Lock()
+        hooks = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["content-length"]))
+                with hooks.lock:
+                    refused = hooks.refused.get(self.path, 0)
+                    wanted = int(self.path.split("-")[-1]) if "/flaky-" in self.path else 0
+                    if refused < wanted:
+                        hooks.refused[self.path] = refused + 1
+                        self.send_response(503)
+                        self.end_headers()
+                        return
+                    event = json_format.Parse(body, StreamResponse())
+                    headers = {k.lower(): v for k, v in self.headers.items()}
+                    hooks.received.setdefault(self.path, []).append((headers, event))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    async def wait_for(self, path, done, seconds=20):
+        """What `path` received, once `done(events)` holds."""
+        for _ in range(seconds * 20):
+            with self.lock:
+                got = list(self.received.get(path, []))
+            if got and done([e for _, e in got]):
+                return got
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"{path} received {[e for _, e in got]}")
+
+
+HOOKS = Webhooks()
+
+
+def state_of(event):
+    kind = event.WhichOneof("payload")
+    if kind == "status_update":
+        return event.status_update.status.state
+    if kind == "task":
+        return event.task.status.state
+    return None
+
+
+def finished(events):
+    return state_of(events[-1]) == TaskState.TASK_STATE_COMPLETED
 
 
 def message(text, task_id="", context_id=""):
@@ -208,11 +282,93 @@ async def errors_come_back_as_the_sdk_types():
         pass
     try:
         await c.create_task_push_notification_config(
-            TaskPushNotificationConfig(task_id="t", url="http://127.0.0.1:9/hook")
+            TaskPushNotificationConfig(task_id="no-such-task", url=HOOKS.url("/x"))
         )
-        raise AssertionError("push configs were accepted")
-    except PushNotificationNotSupportedError:
+        raise AssertionError("a push config was made for an unknown task")
+    except TaskNotFoundError:
         pass
+
+
+async def push_configs_are_kept_and_each_update_reaches_the_webhook():
+    c = await client(BOOKING, streaming=False)
+    (first,) = await events(c, "I would like to book a table")
+    task = first.task
+    path = f"/booking-{BINDING}"
+    made = await c.create_task_push_notification_config(
+        TaskPushNotificationConfig(
+            task_id=task.id,
+            url=HOOKS.url(path),
+            token="tok-1",
+            authentication=AuthenticationInfo(scheme="Bearer", credentials="s3cret"),
+        )
+    )
+    assert made.id and made.task_id == task.id, made
+    second = await c.create_task_push_notification_config(
+        TaskPushNotificationConfig(task_id=task.id, id="second", url=HOOKS.url("/unused"))
+    )
+    assert second.id == "second"
+    got = await c.get_task_push_notification_config(
+        GetTaskPushNotificationConfigRequest(task_id=task.id, id=made.id)
+    )
+    assert (got.url, got.token, got.authentication.scheme) == (made.url, "tok-1", "Bearer")
+    listed = await c.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=task.id)
+    )
+    assert sorted(x.id for x in listed.configs) == sorted([made.id, "second"]), listed
+    for _ in range(2):  # deleting is idempotent
+        await c.delete_task_push_notification_config(
+            DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="second")
+        )
+    listed = await c.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=task.id)
+    )
+    assert [x.id for x in listed.configs] == [made.id], listed
+    try:
+        await c.get_task_push_notification_config(
+            GetTaskPushNotificationConfigRequest(task_id=task.id, id="second")
+        )
+        raise AssertionError("a deleted config was found")
+    except TaskNotFoundError:
+        pass
+    for url in ["http://169.254.169.254/latest/meta-data", "http://10.0.0.1/", "file:///etc/passwd"]:
+        try:
+            await c.create_task_push_notification_config(
+                TaskPushNotificationConfig(task_id=task.id, url=url)
+            )
+            raise AssertionError(f"a webhook to {url} was accepted")
+        except InvalidParamsError:
+            pass
+    ids = dict(task_id=task.id, context_id=task.context_id)
+    await events(c, "4 of us", **ids)
+    await events(c, "Friday please", **ids)
+    got = await HOOKS.wait_for(path, finished)
+    states = [state_of(e) for _, e in got if state_of(e) is not None]
+    assert states[-2:] == [TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_COMPLETED], states
+    for headers, event in got:
+        assert headers["x-a2a-notification-token"] == "tok-1", headers
+        assert headers["authorization"] == "Bearer s3cret", headers
+        assert event.status_update.task_id == task.id, event
+    assert "/unused" not in HOOKS.received, "a deleted webhook was called"
+
+
+async def a_webhook_set_with_the_message_gets_every_event_in_order_despite_failures():
+    c = await client("scribe", streaming=False)
+    path = f"/flaky-{BINDING}-2"
+    request = message("count 3")
+    request.configuration.CopyFrom(
+        SendMessageConfiguration(
+            task_push_notification_config=TaskPushNotificationConfig(url=HOOKS.url(path))
+        )
+    )
+    (only,) = [e async for e in c.send_message(request)]
+    assert only.task.status.state == TaskState.TASK_STATE_COMPLETED
+    got = await HOOKS.wait_for(path, finished)
+    kinds = [e.WhichOneof("payload") for _, e in got]
+    assert kinds == ["artifact_update"] * 3 + ["status_update"], kinds
+    chunks = [e.artifact_update.artifact.parts[0].text for _, e in got[:3]]
+    assert chunks == ["0\n", "1\n", "2\n"], chunks
+    assert HOOKS.refused[path] == 2, "the first two posts were refused and retried"
+    assert all(e.artifact_update.task_id == only.task.id for _, e in got[:3])
 
 
 SCENARIOS = [
@@ -225,6 +381,8 @@ SCENARIOS = [
     subscribe_follows_a_live_task,
     failures_end_the_task_with_a_reason,
     errors_come_back_as_the_sdk_types,
+    push_configs_are_kept_and_each_update_reaches_the_webhook,
+    a_webhook_set_with_the_message_gets_every_event_in_order_despite_failures,
 ]
 
 

@@ -3,6 +3,7 @@
 //! client over both bindings, the JavaScript SDK's streaming, every
 //! protocol error a hostile or careless client can cause (each answered
 //! in the binding's form while the host keeps serving),
+//! push notifications to the SDK script's webhooks and across a restart,
 //! tasks kept across a restart, a turn cut off by a restart marked failed,
 //! filters on A2A calls, and a turn's bounds (deadline, event count).
 
@@ -58,8 +59,9 @@ async fn run_client(mut cmd: Command, what: &str) {
 async fn the_official_python_sdk_drives_every_method_over_both_bindings() {
     let dir = agents_dir(&["scribe", "booking", "booking-py"]);
     // `spin` turns end by cancel in these scenarios, not by the deadline,
-    // however slow the machine.
-    let kdl = "agent \"scribe\" { deadline \"30s\" }\n";
+    // however slow the machine. Webhooks go to the script's own receiver.
+    let kdl = "agent \"scribe\" { deadline \"30s\" }\n\
+               push { allow \"127.0.0.1\"; backoff \"50ms\" }\n";
     let server = Server::start(config(dir.path(), kdl)).await;
     sdk_scenarios(&server.base, "JSONRPC", "booking", "").await;
     sdk_scenarios(&server.base, "HTTP+JSON", "booking", "").await;
@@ -305,7 +307,11 @@ async fn tasks_survive_a_restart_and_a_turn_cut_off_by_one_ends_failed() {
     let dir = agents_dir(&["scribe"]);
     let store = tempfile::tempdir().unwrap();
     let path = store.path().join("tasks.db");
-    let kdl = format!("tasks {{ path \"{}\" }}\n", path.display());
+    let (hook_url, mut hooked) = webhook().await;
+    let kdl = format!(
+        "tasks {{ path \"{}\" }}\npush {{ allow \"127.0.0.1\" }}\n",
+        path.display()
+    );
     let server = Server::start(config(dir.path(), &kdl)).await;
     let done = send_text(&server, "kept across restarts").await;
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED");
@@ -324,6 +330,18 @@ async fn tasks_survive_a_restart_and_a_turn_cut_off_by_one_ends_failed() {
         use wharf_tasks::TaskStore as _;
         let killed = wharf_tasks::SqliteStore::open(wharf_tasks::StoreOptions::new(at)).unwrap();
         killed.save("scribe", &cut_off).wait_blocking().unwrap();
+        let config = wharf_tasks::TaskPushNotificationConfig {
+            tenant: String::new(),
+            id: "hook".into(),
+            task_id: "cut-off".into(),
+            url: hook_url,
+            token: "t".into(),
+            authentication: None,
+        };
+        killed
+            .put_push_config("scribe", &config)
+            .wait_blocking()
+            .unwrap();
     })
     .await
     .unwrap();
@@ -338,7 +356,46 @@ async fn tasks_survive_a_restart_and_a_turn_cut_off_by_one_ends_failed() {
         "the host restarted while this task was running"
     );
     assert_eq!(total_tasks(&server).await, 2);
+    // The task's webhook outlived the restart and hears how it ended.
+    let pushed = tokio::time::timeout(std::time::Duration::from_secs(20), hooked.recv())
+        .await
+        .expect("the webhook was called")
+        .unwrap();
+    assert_eq!(pushed["statusUpdate"]["taskId"], "cut-off");
+    assert_eq!(
+        pushed["statusUpdate"]["status"]["state"],
+        "TASK_STATE_FAILED"
+    );
+    // Counted once the receiver's answer is read.
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        metrics = get(&server.url("/metrics")).await.text();
+        if metrics.contains("wharf_a2a_push_total{outcome=\"delivered\"} 1") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        metrics.contains("wharf_a2a_push_total{outcome=\"delivered\"} 1"),
+        "{metrics}"
+    );
     server.stop().await;
+}
+
+/// A webhook receiver on loopback: its URL, and the JSON bodies posted to it.
+async fn webhook() -> (String, tokio::sync::mpsc::UnboundedReceiver<Value>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let _ = tx.send(body);
+            async { StatusCode::NO_CONTENT }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, rx)
 }
 
 #[tokio::test(flavor = "multi_thread")]

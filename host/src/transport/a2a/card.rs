@@ -1,6 +1,7 @@
 //! The agent card at `/a2a/{name}/.well-known/agent-card.json`: what
 //! `describe()` said (name, version, description, skills), the two
-//! bindings at URLs that answer, and what the host offers (streaming).
+//! bindings at URLs that answer, and what the host offers (streaming; push
+//! notifications when they are configured).
 //! The URLs are built from the `Host` the client used, so the card is
 //! right behind whatever name the client reached Wharf by.
 
@@ -51,7 +52,7 @@ pub(super) fn serve(state: &AppState, name: &str, headers: &HeaderMap) -> Respon
         documentation_url: None,
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(state.a2a.pushes()),
             extensions: Vec::new(),
             extended_agent_card: Some(false),
         },

@@ -76,12 +76,16 @@ async fn call(
             Reply::Stream(events) => Answer::Stream(events),
             Reply::Task(task) => Answer::Result(value(&task)),
         },
-        "CreateTaskPushNotificationConfig"
-        | "GetTaskPushNotificationConfig"
-        | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => {
-            return Err(A2aError::new(A2aErrorKind::PushNotificationNotSupported)
-                .message("Push notifications are not supported by this agent"));
+        "CreateTaskPushNotificationConfig" => {
+            Answer::Result(value(&a2a.create_push_config(agent, params).await?))
+        }
+        "GetTaskPushNotificationConfig" => {
+            Answer::Result(value(&a2a.get_push_config(agent, params)?))
+        }
+        "ListTaskPushNotificationConfigs" => Answer::Result(a2a.list_push_configs(agent, params)?),
+        "DeleteTaskPushNotificationConfig" => {
+            a2a.delete_push_config(agent, params).await?;
+            Answer::Result(json!({}))
         }
         "GetExtendedAgentCard" => {
             return Err(A2aError::new(A2aErrorKind::ExtendedAgentCardNotConfigured)

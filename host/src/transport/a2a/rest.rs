@@ -19,12 +19,21 @@ use crate::router::AgentRoute;
 /// One HTTP+JSON operation, read off the method and path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Op {
-    Send { streaming: bool },
+    Send {
+        streaming: bool,
+    },
     Get(String),
     List,
     Cancel(String),
     Subscribe(String),
-    PushConfigs,
+    /// `POST /tasks/{id}/pushNotificationConfigs`.
+    PushCreate(String),
+    /// `GET /tasks/{id}/pushNotificationConfigs`.
+    PushList(String),
+    /// `GET /tasks/{id}/pushNotificationConfigs/{configId}`.
+    PushGet(String, String),
+    /// `DELETE /tasks/{id}/pushNotificationConfigs/{configId}`.
+    PushDelete(String, String),
     ExtendedCard,
 }
 
@@ -41,15 +50,29 @@ impl Op {
             _ => {}
         }
         let task = path.strip_prefix("/tasks/")?;
-        if let Some((id, _)) = task.split_once("/pushNotificationConfigs") {
-            return (!id.is_empty()).then_some(Op::PushConfigs);
-        }
         let decoded = |id: &str| {
             let id = percent_encoding::percent_decode_str(id)
                 .decode_utf8()
                 .ok()?;
             (!id.is_empty() && !id.contains('/')).then(|| id.into_owned())
         };
+        if let Some((id, configs)) = task.split_once("/pushNotificationConfigs") {
+            let id = decoded(id)?;
+            return match configs.strip_prefix('/') {
+                None if !configs.is_empty() => None,
+                None if post => Some(Op::PushCreate(id)),
+                None if get => Some(Op::PushList(id)),
+                None => None,
+                Some(config) => {
+                    let config = decoded(config)?;
+                    match *method {
+                        Method::GET => Some(Op::PushGet(id, config)),
+                        Method::DELETE => Some(Op::PushDelete(id, config)),
+                        _ => None,
+                    }
+                }
+            };
+        }
         if let Some(id) = task.strip_suffix(":cancel") {
             return post.then(|| decoded(id)).flatten().map(Op::Cancel);
         }
@@ -157,12 +180,45 @@ async fn run(
                 Reply::Task(task) => Answer::Json(value(&task)),
             })
         }
-        Op::PushConfigs => Err(A2aError::new(A2aErrorKind::PushNotificationNotSupported)
-            .message("Push notifications are not supported by this agent")),
+        Op::PushCreate(task) => {
+            check_json(req).map_err(|e| (Some(StatusCode::UNSUPPORTED_MEDIA_TYPE), e))?;
+            match body(req).and_then(|b| with_ids(b, task, None)) {
+                Ok(params) => a2a
+                    .create_push_config(agent, params)
+                    .await
+                    .map(|c| Answer::Json(value(&c))),
+                Err(e) => Err(e),
+            }
+        }
+        Op::PushList(task) => query(req, None)
+            .and_then(|q| with_ids(q, task, None))
+            .and_then(|p| a2a.list_push_configs(agent, p))
+            .map(Answer::Json),
+        Op::PushGet(task, id) => a2a
+            .get_push_config(agent, json!({"taskId": task, "id": id}))
+            .map(|c| Answer::Json(value(&c))),
+        Op::PushDelete(task, id) => a2a
+            .delete_push_config(agent, json!({"taskId": task, "id": id}))
+            .await
+            .map(|()| Answer::Json(json!({}))),
         Op::ExtendedCard => Err(A2aError::new(A2aErrorKind::ExtendedAgentCardNotConfigured)
             .message("This agent has no extended agent card")),
     };
     result.map_err(|e| (None, e))
+}
+
+/// `params` (an object) with the task id of the path, and the config id.
+fn with_ids(params: Value, task: &str, id: Option<&str>) -> Result<Value, A2aError> {
+    let Value::Object(mut map) = params else {
+        return Err(A2aError::new(A2aErrorKind::InvalidParams)
+            .message("Invalid parameters: the body must be a JSON object"));
+    };
+    map.remove("task_id");
+    map.insert("taskId".into(), Value::String(task.to_string()));
+    if let Some(id) = id {
+        map.insert("id".into(), Value::String(id.to_string()));
+    }
+    Ok(Value::Object(map))
 }
 
 /// The request body as JSON.
@@ -236,8 +292,25 @@ mod tests {
         );
         assert_eq!(
             Op::parse(&delete, "/tasks/t1/pushNotificationConfigs/c1"),
-            Some(Op::PushConfigs)
+            Some(Op::PushDelete("t1".into(), "c1".into()))
         );
+        assert_eq!(
+            Op::parse(&get, "/tasks/t1/pushNotificationConfigs/c%201"),
+            Some(Op::PushGet("t1".into(), "c 1".into()))
+        );
+        assert_eq!(
+            Op::parse(&post, "/tasks/t1/pushNotificationConfigs"),
+            Some(Op::PushCreate("t1".into()))
+        );
+        assert_eq!(
+            Op::parse(&get, "/tasks/t1/pushNotificationConfigs"),
+            Some(Op::PushList("t1".into()))
+        );
+        assert_eq!(
+            Op::parse(&post, "/tasks/t1/pushNotificationConfigs/c1"),
+            None
+        );
+        assert_eq!(Op::parse(&get, "/tasks/t1/pushNotificationConfigsX"), None);
         assert_eq!(
             Op::parse(&get, "/extendedAgentCard"),
             Some(Op::ExtendedCard)
