@@ -14,5 +14,6 @@ pub mod registry;
 pub mod request;
 pub mod router;
 pub mod runtime;
+pub mod stream;
 pub mod toolchain;
 pub mod transport;

@@ -73,7 +73,12 @@ impl Terminal for Dispatch {
         route: &'a Arc<AgentRoute>,
         req: Request,
     ) -> BoxFuture<'a, Result<Response, PipelineError>> {
-        Box::pin(async move { Ok(route.dispatch(req).await?) })
+        Box::pin(async move {
+            if route.core.entry.image.streams() {
+                return Ok(crate::stream::dispatch(route.clone(), req).await?);
+            }
+            Ok(route.dispatch(req).await?)
+        })
     }
 }
 

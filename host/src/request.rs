@@ -42,6 +42,94 @@ pub enum Call {
     /// `on-message`: one turn of an A2A task; progress and the outcome
     /// arrive on the turn's event channel, and the response is empty.
     Turn(Arc<Turn>),
+    /// `handle`, for an agent that may stream its answer: what it writes
+    /// before it returns goes to the sink.
+    Streamed(Sink),
+}
+
+/// Where a `handle` call that streams its answer writes it: the head once,
+/// then chunks of the body, checked against the response-body limit as
+/// they are written.
+#[derive(Debug, Clone)]
+pub struct Sink(Arc<SinkInner>);
+
+#[derive(Debug)]
+struct SinkInner {
+    tx: tokio::sync::mpsc::UnboundedSender<Piece>,
+    started: std::sync::atomic::AtomicBool,
+    /// Body bytes written so far; past `limit`, the answer is cut off.
+    written: std::sync::atomic::AtomicUsize,
+    overflowed: std::sync::atomic::AtomicBool,
+    limit: usize,
+}
+
+/// What a streaming call has written.
+#[derive(Debug)]
+pub enum Piece {
+    Head(StatusCode, HeaderMap),
+    Chunk(Bytes),
+}
+
+impl Sink {
+    /// A sink for a body of at most `limit` bytes, and where its pieces arrive.
+    pub fn new(limit: usize) -> (Sink, tokio::sync::mpsc::UnboundedReceiver<Piece>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let inner = SinkInner {
+            tx,
+            started: Default::default(),
+            written: Default::default(),
+            overflowed: Default::default(),
+            limit,
+        };
+        (Sink(Arc::new(inner)), rx)
+    }
+
+    /// Whether the head has been sent: the call can no longer be retried.
+    pub fn started(&self) -> bool {
+        self.0.started.load(Ordering::Acquire)
+    }
+
+    /// Whether a write passed the limit: the answer must be cut off.
+    pub fn overflowed(&self) -> bool {
+        self.0.overflowed.load(Ordering::Acquire)
+    }
+
+    /// Body bytes written so far, and the limit.
+    pub fn written(&self) -> (usize, usize) {
+        (self.0.written.load(Ordering::Acquire), self.0.limit)
+    }
+
+    /// Sends the head (once).
+    pub fn start(&self, status: StatusCode, headers: HeaderMap) -> Result<(), String> {
+        if self.0.started.swap(true, Ordering::AcqRel) {
+            return Err("the response has already started".into());
+        }
+        // A receiver gone means the client is gone: the call is dropped soon.
+        let _ = self.0.tx.send(Piece::Head(status, headers));
+        Ok(())
+    }
+
+    /// Sends one chunk of the body.
+    pub fn write(&self, chunk: Bytes) -> Result<(), String> {
+        if !self.started() {
+            return Err("call `start` before `write`".into());
+        }
+        if self.overflowed() {
+            return Err("the response body passed its limit: the response is cut off".into());
+        }
+        let before = self.0.written.fetch_add(chunk.len(), Ordering::AcqRel);
+        if before + chunk.len() > self.0.limit {
+            self.0.overflowed.store(true, Ordering::Release);
+            return Err(format!(
+                "the response body would pass its limit of {} bytes: the response is cut off",
+                self.0.limit
+            ));
+        }
+        if !chunk.is_empty() {
+            let _ = self.0.tx.send(Piece::Chunk(chunk));
+        }
+        Ok(())
+    }
 }
 
 /// One turn of an A2A task, as the runtime runs it.
@@ -79,8 +167,11 @@ pub enum TurnEvent {
     },
 }
 
-/// A streamed response body: chunks as they are produced.
-pub type BodyStream = std::pin::Pin<Box<dyn futures_util::Stream<Item = Bytes> + Send + Sync>>;
+/// A streamed response body: chunks as they are produced; an error cuts
+/// the response off (the client sees it incomplete).
+pub type BodyStream = std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send + Sync>,
+>;
 
 impl Request {
     /// A request with a fresh id and no headers, body or client.

@@ -1,12 +1,20 @@
-//! `scribe`: an A2A agent that streams its work. Sent text, it writes the
-//! text back word by word as chunks of one artifact, then completes. A few
-//! words steer it, for tests and benchmarks: `count N` streams N chunks
+//! `scribe`: an agent that streams its work. Over A2A, sent text, it writes
+//! the text back word by word as chunks of one artifact, then completes. A
+//! few words steer it, for tests and benchmarks: `count N` streams N chunks
 //! (one event each), `spin` works until canceled or out of time, `fail`
 //! and `reject` end the task failed or rejected, `flood` reports more
 //! events than a turn may, `trap` traps.
+//!
+//! Over plain HTTP (`/agents/scribe`), its `handle` streams too: the words
+//! of the body as server-sent events, one per word, then `event: done`.
+//! Other paths exercise the streaming contract: `/plain` does not stream,
+//! `/spin` streams one chunk then works until its deadline, `/overflow`
+//! writes past the response-body limit, `/fail` fails after its first
+//! chunk, and `/misuse` reports what `write` before `start` and a second
+//! `start` answer.
 
 use wharf_guest::a2a::{Artifact, Message, Outcome, Part, Turn, add_artifact, working};
-use wharf_guest::{Card, Error, Health, Request, Response, Skill};
+use wharf_guest::{Card, Error, Head, Health, Request, Response, Skill, stream};
 
 struct Scribe;
 
@@ -63,8 +71,48 @@ fn chunks(id: &str, items: impl ExactSizeIterator<Item = String>) {
 }
 
 impl wharf_guest::Guest for Scribe {
-    fn handle(_req: Request) -> Result<Response, Error> {
-        Ok(Response::new(200, "scribe speaks A2A at /a2a/scribe\n"))
+    fn handle(req: Request) -> Result<Response, Error> {
+        let head = Head::decode(&req.head).map_err(|e| Error::BadRequest(e.into()))?;
+        let sse = stream::headers(&[("content-type", "text/event-stream")]);
+        let text = |why: String| Error::Internal(why);
+        match head.path.as_str() {
+            "/plain" => Ok(Response::new(200, "not streamed\n")),
+            "/spin" => {
+                stream::start(200, &sse).map_err(text)?;
+                stream::write(b"data: started\n\n").map_err(text)?;
+                let mut x: u64 = 0;
+                loop {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+            "/overflow" => {
+                stream::start(200, &[]).map_err(text)?;
+                let chunk = vec![b'x'; 64 * 1024];
+                while stream::write(&chunk).is_ok() {}
+                Ok(Response::new(200, "the end\n"))
+            }
+            "/fail" => {
+                stream::start(200, &[]).map_err(text)?;
+                stream::write(b"partial\n").map_err(text)?;
+                Err(Error::Internal("asked to fail after starting".into()))
+            }
+            "/misuse" => {
+                let early = stream::write(b"too early").unwrap_err();
+                stream::start(201, &[]).map_err(text)?;
+                let again = stream::start(500, &[]).unwrap_err();
+                stream::write(format!("{early}\n{again}\n").as_bytes()).map_err(text)?;
+                Ok(Response::new(500, "ignored status, kept body\n"))
+            }
+            _ => {
+                let body = String::from_utf8_lossy(&req.body);
+                stream::start(200, &sse).map_err(text)?;
+                for word in body.split_whitespace() {
+                    let event = format!("data: {}\n\n", wharf_guest::json_string(word));
+                    stream::write(event.as_bytes()).map_err(text)?;
+                }
+                Ok(Response::new(200, "event: done\ndata: {}\n\n"))
+            }
+        }
     }
 
     fn describe() -> Card {

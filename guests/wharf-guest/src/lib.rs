@@ -67,12 +67,33 @@ pub mod a2a_bindings {
         with: {
             "wharf:plugin/host@0.2.0": crate::bindings::wharf::plugin::host,
             "wharf:plugin/types@0.2.0": crate::bindings::wharf::plugin::types,
+            "wharf:plugin/streaming@0.2.0": crate::bindings::wharf::plugin::streaming,
         },
     });
 }
 
 pub mod a2a;
 pub mod filter;
+
+/// Streaming the answer of `handle`: [`stream::start`] sends the status and
+/// headers at once, [`stream::write`] each chunk of the body as it is
+/// ready; what `handle` then returns only adds its body as the last chunk.
+///
+/// ```ignore
+/// stream::start(200, &stream::headers(&[("content-type", "text/event-stream")]))?;
+/// for n in 0..3 {
+///     stream::write(format!("data: {n}\n\n").as_bytes())?;
+/// }
+/// Ok(Response::new(200, "data: done\n\n"))
+/// ```
+pub mod stream {
+    pub use crate::bindings::wharf::plugin::streaming::{start, write};
+
+    /// A header list of `pairs`, encoded as `start` takes it.
+    pub fn headers(pairs: &[(&str, &str)]) -> Vec<u8> {
+        crate::headers_with(&[], pairs).unwrap_or_default()
+    }
+}
 
 pub use a2a_bindings::export_a2a_agent;
 pub use bindings::wharf::plugin::host::{self, Level, config, log};

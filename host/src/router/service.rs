@@ -69,12 +69,18 @@ impl Policy<Request, Response, BoxError> for RetryTrapped {
 
     fn retry(
         &mut self,
-        _req: &mut Request,
+        req: &mut Request,
         result: &mut Result<Response, BoxError>,
     ) -> Option<Self::Future> {
         let Err(err) = result else {
             return None;
         };
+        // An answer whose head has left cannot be given again.
+        if let crate::request::Call::Streamed(sink) = &req.call
+            && sink.started()
+        {
+            return None;
+        }
         let trapped = matches!(
             err.downcast_ref::<RouteError>(),
             Some(RouteError::Call(

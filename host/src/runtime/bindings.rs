@@ -23,6 +23,7 @@ mod generated {
             with: {
                 "wharf:plugin/host": super::agent::wharf::plugin::host,
                 "wharf:plugin/types": super::agent::wharf::plugin::types,
+                "wharf:plugin/streaming": super::agent::wharf::plugin::streaming,
             },
         });
     }
@@ -49,6 +50,7 @@ pub use generated::a2a::wharf::plugin::a2a::{
     Turn as GuestTurn, TurnState as GuestTurnState,
 };
 pub use generated::agent::wharf::plugin::host::{Host, Level};
+pub use generated::agent::wharf::plugin::streaming::Host as StreamingHost;
 pub use generated::agent::wharf::plugin::types::Host as TypesHost;
 pub use generated::agent::wharf::plugin::types::{
     Card, Error as GuestError, Health, Request as GuestRequest, Response as GuestResponse, Skill,

@@ -64,6 +64,8 @@ pub struct AgentImage {
     /// For an agent that serves A2A: where its exports are, so that one
     /// instantiation yields both the agent's and `on-message`.
     a2a: Option<(AgentIndices, A2aAgentIndices)>,
+    /// Whether it imports `streaming`: only then may its answers stream.
+    streams: bool,
 }
 
 impl AgentImage {
@@ -77,6 +79,11 @@ impl AgentImage {
         let a2a = A2aAgentIndices::new(pre.instance_pre())
             .ok()
             .and_then(|a2a| Some((AgentIndices::new(pre.instance_pre()).ok()?, a2a)));
+        let component = pre.instance_pre().component();
+        let streams = component
+            .component_type()
+            .imports(&engine)
+            .any(|(name, _)| name.starts_with("wharf:plugin/streaming"));
         AgentImage {
             engine,
             pre,
@@ -84,7 +91,13 @@ impl AgentImage {
             identity: Arc::new(identity),
             limits,
             a2a,
+            streams,
         }
+    }
+
+    /// Whether `handle` may stream its answer (the agent imports `streaming`).
+    pub fn streams(&self) -> bool {
+        self.streams
     }
 
     /// Whether the agent serves A2A (exports `on-message`).
@@ -194,6 +207,12 @@ impl Live<Agent> {
     pub async fn call_async(&mut self, req: &Request) -> Result<Response, CallError> {
         match &req.call {
             crate::request::Call::Handle => self.handle_async(req).await,
+            crate::request::Call::Streamed(sink) => {
+                self.store.data_mut().sink = Some(sink.clone());
+                let result = self.handle_async(req).await;
+                self.store.data_mut().sink = None;
+                result
+            }
             crate::request::Call::Turn(turn) => {
                 let turn = turn.clone();
                 self.turn_async(req, &turn).await?;

@@ -11,6 +11,7 @@ mod engine;
 mod filter;
 mod preinit;
 mod state;
+mod streaming;
 mod turn;
 
 use sha2::Digest;

@@ -42,6 +42,8 @@ pub struct GuestState {
     pub(crate) turn: Option<super::turn::TurnScope>,
     /// Set when the current call is canceled: checked at every epoch tick.
     pub(crate) cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Where the current `handle` call may stream its answer.
+    pub(crate) sink: Option<crate::request::Sink>,
     wasi: Option<WasiCtx>,
     table: ResourceTable,
 }
@@ -57,6 +59,7 @@ impl GuestState {
             may_yield: false,
             turn: None,
             cancel: None,
+            sink: None,
             wasi: None,
             table: ResourceTable::new(),
         }

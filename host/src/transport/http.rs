@@ -258,13 +258,10 @@ pub(super) fn answer(
         Ok(resp) => {
             let body = match resp.stream {
                 None => Body::from(resp.body),
+                Some(stream) if resp.body.is_empty() => Body::from_stream(stream),
                 Some(stream) => {
-                    let head = futures_util::stream::once(std::future::ready(resp.body));
-                    let all = futures_util::StreamExt::chain(head, stream);
-                    Body::from_stream(futures_util::StreamExt::map(
-                        all,
-                        Ok::<_, std::convert::Infallible>,
-                    ))
+                    let head = futures_util::stream::once(std::future::ready(Ok(resp.body)));
+                    Body::from_stream(futures_util::StreamExt::chain(head, stream))
                 }
             };
             let mut out = Response::new(body);

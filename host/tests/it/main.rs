@@ -18,4 +18,5 @@ mod registry;
 mod routing;
 mod runtime;
 mod scaffold;
+mod streaming;
 mod waf;

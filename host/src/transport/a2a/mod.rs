@@ -231,7 +231,7 @@ fn sse_response(
             serde_json::to_writer(&mut out, &frame(event)).unwrap_or_default();
             out.extend_from_slice(b"\n\n");
         }
-        Bytes::from(out)
+        Ok(Bytes::from(out))
     });
     let mut resp = request::Response::new(StatusCode::OK, headers, Bytes::new());
     resp.stream = Some(Box::pin(stream));

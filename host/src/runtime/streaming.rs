@@ -1,0 +1,29 @@
+//! The `streaming` host imports: `start` and `write` of a `handle` call
+//! that streams its answer, checked (status, headers, the response-body
+//! limit) and passed to the call's sink.
+
+use bytes::Bytes;
+use http::StatusCode;
+
+use super::bindings::StreamingHost;
+use super::convert::decode_headers;
+use super::state::GuestState;
+
+impl StreamingHost for GuestState {
+    fn start(&mut self, status: u16, headers: Vec<u8>) -> Result<(), String> {
+        let sink = self.sink.as_ref().ok_or_else(outside_handle)?;
+        let status = StatusCode::from_u16(status)
+            .map_err(|_| format!("status {status} is not a valid HTTP status"))?;
+        let headers = decode_headers(Bytes::from(headers))?;
+        sink.start(status, headers)
+    }
+
+    fn write(&mut self, chunk: Vec<u8>) -> Result<(), String> {
+        let sink = self.sink.as_ref().ok_or_else(outside_handle)?;
+        sink.write(Bytes::from(chunk))
+    }
+}
+
+fn outside_handle() -> String {
+    "only `handle` can stream its answer".into()
+}
