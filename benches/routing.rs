@@ -115,6 +115,43 @@ fn path(c: &mut Criterion) {
             })
         });
     }
+    // The same warm echo through the path an agent that imports `streaming`
+    // takes (a sink, and waiting for a head or the whole answer), answering
+    // whole; then streaming its 1 KiB in 4 chunks, the body read to its end.
+    for (label, chunks) in [
+        ("warm_affinity_streamable", None),
+        ("warm_affinity_streamed_4", Some("4")),
+    ] {
+        let mut req = Request::new(Method::POST, "/");
+        req.body = Bytes::from(vec![0x5a; 1 << 10]);
+        req.affinity = Some("session-1".into());
+        if let Some(n) = chunks {
+            req.headers
+                .insert("x-echo-chunks", http::HeaderValue::from_static(n));
+        }
+        g.bench_function(label, |b| {
+            b.iter_custom(|iters| {
+                let (routes, req) = (routes.clone(), req.clone());
+                let task = rt.spawn(async move {
+                    let route = routes.get("warm").unwrap().clone();
+                    let started = Instant::now();
+                    for _ in 0..iters {
+                        let mut req = req.clone();
+                        req.id = wharf::request::next_request_id();
+                        let resp = wharf::stream::dispatch(route.clone(), req).await.unwrap();
+                        if let Some(mut body) = resp.stream {
+                            while let Some(chunk) = futures_util::StreamExt::next(&mut body).await {
+                                black_box(chunk.unwrap());
+                            }
+                        }
+                        black_box(resp.body);
+                    }
+                    started.elapsed()
+                });
+                rt.block_on(task).unwrap()
+            })
+        });
+    }
     g.finish();
 }
 

@@ -91,6 +91,9 @@ build_c filter filter
 build_go filter filter
 build_py filter filter
 build_js filter filter
-# The multi-turn A2A agent (the `a2a-agent` world) in Python too.
+# The A2A agents (the `a2a-agent` world): multi-turn in Python, streaming
+# in every language but Rust.
 build_py booking a2a-agent
+build_py scribe a2a-agent
+build_js scribe a2a-agent
 echo "$root/target/guests/wasm32-wasip2/release"

@@ -1,6 +1,18 @@
 // echo (C): answers 200 with the request body and headers, plus
-// x-echo-method and x-echo-path taken from the request head.
+// x-echo-method and x-echo-path taken from the request head. With
+// x-echo-chunks: N (1-64) it streams the answer: the head at once, the body
+// in N pieces, the last one returned by handle.
 #include "wharf_guest.h"
+
+// The number in `s` when it is 1-64, else 0.
+static size_t chunk_count(wg_str s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.len; i++) {
+    if (s.ptr[i] < '0' || s.ptr[i] > '9' || n > 64) return 0;
+    n = n * 10 + (s.ptr[i] - '0');
+  }
+  return n >= 1 && n <= 64 ? n : 0;
+}
 
 bool exports_agent_handle(agent_request_t *req, agent_response_t *ret, agent_error_t *err) {
   wg_str method = {0}, path = {0};
@@ -15,6 +27,35 @@ bool exports_agent_handle(agent_request_t *req, agent_response_t *ret, agent_err
   }
   wg_put_header(&headers, "x-echo-method", method.ptr, method.len);
   wg_put_header(&headers, "x-echo-path", path.ptr, path.len);
+  wg_str chunks_header;
+  if (wg_header_get(&req->headers, "x-echo-chunks", &chunks_header)) {
+    size_t chunks = chunk_count(chunks_header);
+    if (!chunks) {
+      free(headers.ptr);
+      agent_request_free(req);
+      return wg_error(err, WHARF_PLUGIN_TYPES_ERROR_BAD_REQUEST, "malformed request: x-echo-chunks must be 1 to 64");
+    }
+    bool ok = wg_stream_start(200, &headers);
+    free(headers.ptr);
+    size_t len = req->body.len, size = (len + chunks - 1) / chunks, at = 0;
+    if (size == 0) size = 1;
+    while (ok && len - at > size) {
+      ok = wg_stream_write(req->body.ptr + at, size);
+      at += size;
+    }
+    if (!ok) {
+      agent_request_free(req);
+      return wg_error(err, WHARF_PLUGIN_TYPES_ERROR_INTERNAL, "the host refused the streamed answer");
+    }
+    // The last piece is the returned body.
+    wg_buf last = {0};
+    wg_put(&last, req->body.ptr + at, len - at);
+    ret->status = 200;
+    ret->headers = (agent_list_u8_t){0};
+    ret->body = wg_into_list(&last);
+    agent_request_free(req);
+    return true;
+  }
   ret->status = 200;
   ret->headers = wg_into_list(&headers);
   // The body moves from request to response: no copy.

@@ -167,12 +167,64 @@ static wg_list wg_into_list(wg_buf *b) {
   return list;
 }
 
+// Looks header `name` (lower-case) up in a header list. False when absent
+// or malformed.
+static bool wg_header_get(const wg_list *headers, const char *name, wg_str *out) {
+  const uint8_t *p = headers->ptr, *end = headers->ptr + headers->len;
+  uint64_t pairs;
+  if (!headers->len || !wg_read_len(&p, end, 0x90, &pairs)) return false;
+  size_t name_len = strlen(name);
+  for (uint64_t i = 0; i < pairs; i++) {
+    uint64_t two;
+    wg_str k, v;
+    if (!wg_read_len(&p, end, 0x90, &two) || two != 2) return false;
+    if (!wg_read_str(&p, end, &k)) return false;
+    // Values are str or bin.
+    if (p < end && *p >= 0xc4 && *p <= 0xc6) {
+      uint8_t tag = *p++;
+      uint64_t len;
+      if (!wg_read_be(&p, end, 1 << (tag - 0xc4), &len) || (uint64_t)(end - p) < len) return false;
+      v.ptr = p;
+      v.len = (size_t)len;
+      p += len;
+    } else if (!wg_read_str(&p, end, &v)) {
+      return false;
+    }
+    if (k.len == name_len && memcmp(k.ptr, name, name_len) == 0) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
 #ifndef WHARF_FILTER
 // Sets an error case with a copied message.
 static bool wg_error(agent_error_t *err, uint8_t tag, const char *message) {
   err->tag = tag;
   agent_string_dup(&err->val.bad_request, message);
   return false;
+}
+
+// Streaming the answer of `handle` (the `streaming` import): wg_stream_start
+// sends the status and headers at once, wg_stream_write each chunk of the
+// body; what `handle` then returns only adds its body as the last chunk.
+// Both return false when the host refused (a second start, a body past
+// the response-body limit: stop writing).
+static bool wg_stream_start(uint16_t status, const wg_buf *headers) {
+  agent_list_u8_t list = {headers ? headers->ptr : NULL, headers ? headers->len : 0};
+  agent_string_t why = {0};
+  bool ok = wharf_plugin_streaming_start(status, &list, &why);
+  if (!ok) agent_string_free(&why);
+  return ok;
+}
+
+static bool wg_stream_write(const uint8_t *ptr, size_t len) {
+  agent_list_u8_t list = {(uint8_t *)ptr, len};
+  agent_string_t why = {0};
+  bool ok = wharf_plugin_streaming_write(&list, &why);
+  if (!ok) agent_string_free(&why);
+  return ok;
 }
 #endif
 

@@ -45,6 +45,7 @@ class Reader {
     let n;
     if ((tag & 0xe0) === 0xa0) n = tag & 0x1f;
     else if (tag >= 0xd9 && tag <= 0xdb) n = this.be(1 << (tag - 0xd9));
+    else if (tag >= 0xc4 && tag <= 0xc6) n = this.be(1 << (tag - 0xc4)); // bin, as header values are
     else throw malformed();
     const start = this.pos;
     const end = start + n;
@@ -62,6 +63,21 @@ class Reader {
 
 // The request head as an object: method, path, query, id, client, affinity.
 // Throws when it is malformed.
+// The value of header `name` (lower-case) in a header list, as a string;
+// undefined when it is not there.
+export function header(list, name) {
+  if (!list || list.length === 0) return undefined;
+  const r = new Reader(list);
+  const pairs = r.len(0x90);
+  for (let i = 0; i < pairs; i++) {
+    if (r.len(0x90) !== 2) throw malformed();
+    const key = r.str();
+    const value = r.str();
+    if (key === name) return value;
+  }
+  return undefined;
+}
+
 export function decodeHead(head) {
   const r = new Reader(head);
   const fields = r.len(0x80);
@@ -146,4 +162,37 @@ export function headers(requestHeaders, ...extra) {
     }
   }
   return out;
+}
+
+// A2A (the `a2a-agent` world): messages, artifacts and outcomes as the
+// bindings take them. Report progress with `working` and `addArtifact`
+// from 'wharf:plugin/a2a@0.2.0'.
+
+// The text of a message's text parts, joined by newlines.
+export function a2aText(message) {
+  return message.parts
+    .filter((p) => p.content.tag === 'text')
+    .map((p) => p.content.val)
+    .join('\n');
+}
+
+// A text part.
+export function a2aPart(text) {
+  return { content: { tag: 'text', val: text }, mediaType: '', filename: '' };
+}
+
+// An agent message holding `text` (the host gives it an id).
+export function a2aMessage(text) {
+  return { messageId: '', role: 'agent', parts: [a2aPart(text)] };
+}
+
+// An artifact (or a chunk of one) holding `text`.
+export function a2aArtifact(artifactId, text, name = '') {
+  return { artifactId, name, parts: [a2aPart(text)] };
+}
+
+// How a turn ends: `state` is 'completed', 'input-required',
+// 'auth-required', 'failed' or 'rejected'; `text` the status message.
+export function a2aOutcome(state, text) {
+  return { state, message: text === undefined ? undefined : a2aMessage(text) };
 }

@@ -1,5 +1,10 @@
-"""Helpers for Python agents on Wharf: read the request head and build
-response header lists (MessagePack) without a MessagePack library."""
+"""Helpers for Python agents on Wharf: read the request head and headers
+and build response header lists (MessagePack) without a MessagePack
+library; and, for agents of the `a2a-agent` world, build A2A messages,
+artifacts and outcomes. Streaming an answer uses the generated bindings
+directly: `from wit_world.imports import streaming`, then
+`streaming.start(status, headers)` and `streaming.write(chunk)` (each
+raises `Err` when the host refuses)."""
 
 import struct
 
@@ -23,11 +28,11 @@ def _read_str(buf, pos):
     tag = buf[pos]
     if tag & 0xE0 == 0xA0:
         n, pos = tag & 0x1F, pos + 1
-    elif tag == 0xD9:
+    elif tag in (0xD9, 0xC4):  # str or bin, as header values are
         n, pos = buf[pos + 1], pos + 2
-    elif tag == 0xDA:
+    elif tag in (0xDA, 0xC5):
         n, pos = struct.unpack_from(">H", buf, pos + 1)[0], pos + 3
-    elif tag == 0xDB:
+    elif tag in (0xDB, 0xC6):
         n, pos = struct.unpack_from(">I", buf, pos + 1)[0], pos + 5
     else:
         raise ValueError(_MALFORMED)
@@ -46,6 +51,26 @@ def decode_head(head):
             key, pos = _read_str(head, pos)
             out[key], pos = _read_str(head, pos)
         return out
+    except (IndexError, struct.error, UnicodeDecodeError) as err:
+        raise ValueError(_MALFORMED) from err
+
+
+def header(headers, name):
+    """The value of header `name` (lower-case) in a header list, as a
+    string; None when it is not there. Raises ValueError when malformed."""
+    if not headers:
+        return None
+    try:
+        pairs, pos = _read_len(headers, 0, 0x90)
+        for _ in range(pairs):
+            two, pos = _read_len(headers, pos, 0x90)
+            if two != 2:
+                raise ValueError(_MALFORMED)
+            key, pos = _read_str(headers, pos)
+            value, pos = _read_str(headers, pos)
+            if key == name:
+                return value
+        return None
     except (IndexError, struct.error, UnicodeDecodeError) as err:
         raise ValueError(_MALFORMED) from err
 
@@ -87,3 +112,44 @@ def headers(request_headers=b"", *extra):
         _put_str(out, name)
         _put_str(out, value)
     return bytes(out)
+
+
+# A2A (the `a2a-agent` world): the bindings are imported when first used, so
+# agents and filters of the other worlds use this module too.
+
+
+def _a2a():
+    from wit_world.imports import a2a  # noqa: PLC0415 (only in a2a-agent builds)
+
+    return a2a
+
+
+def a2a_text(message):
+    """The text of a message's text parts, joined by newlines."""
+    a2a = _a2a()
+    return "\n".join(p.content.value for p in message.parts if isinstance(p.content, a2a.Content_Text))
+
+
+def a2a_part(text):
+    """A text part."""
+    a2a = _a2a()
+    return a2a.Part(content=a2a.Content_Text(text), media_type="", filename="")
+
+
+def a2a_message(text):
+    """An agent message holding `text` (the host gives it an id)."""
+    a2a = _a2a()
+    return a2a.Message(message_id="", role=a2a.Role.AGENT, parts=[a2a_part(text)])
+
+
+def a2a_artifact(artifact_id, text, name=""):
+    """An artifact (or a chunk of one) holding `text`."""
+    return _a2a().Artifact(artifact_id=artifact_id, name=name, parts=[a2a_part(text)])
+
+
+def a2a_outcome(state, text=None):
+    """How a turn ends: `state` is a `TurnState` name (`"COMPLETED"`,
+    `"INPUT_REQUIRED"`, …), `text` the status message."""
+    a2a = _a2a()
+    message = a2a_message(text) if text is not None else None
+    return a2a.Outcome(state=getattr(a2a.TurnState, state), message=message)

@@ -1,8 +1,12 @@
 //! `echo`: answers 200 with the request body and the request headers, plus
 //! `x-echo-method` and `x-echo-path` taken from the request head. Every
 //! language's echo agent answers exactly this way (the contract suite).
+//! With `x-echo-chunks: N` (1–64) it streams the answer: the head at once,
+//! the body in N pieces, the last one returned by `handle`.
 
-use wharf_guest::{Card, Error, Head, Health, Request, Response, Skill, headers_with};
+use wharf_guest::{
+    Card, Error, Head, Health, Request, Response, Skill, header_pairs, headers_with, stream,
+};
 
 struct Echo;
 
@@ -17,11 +21,27 @@ impl wharf_guest::Guest for Echo {
             &[("x-echo-method", &head.method), ("x-echo-path", &head.path)],
         )
         .map_err(malformed)?;
-        Ok(Response {
-            status: 200,
-            headers,
-            body: req.body,
-        })
+        let pairs = header_pairs(&req.headers).map_err(malformed)?;
+        let Some((_, chunks)) = pairs.iter().find(|(name, _)| *name == "x-echo-chunks") else {
+            return Ok(Response {
+                status: 200,
+                headers,
+                body: req.body,
+            });
+        };
+        let chunks = std::str::from_utf8(chunks)
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| (1..=64).contains(n))
+            .ok_or_else(|| malformed("x-echo-chunks must be 1 to 64"))?;
+        stream::start(200, &headers).map_err(Error::Internal)?;
+        let size = req.body.len().div_ceil(chunks).max(1);
+        let mut pieces: Vec<&[u8]> = req.body.chunks(size).collect();
+        let last = pieces.pop().unwrap_or_default().to_vec();
+        for piece in pieces {
+            stream::write(piece).map_err(Error::Internal)?;
+        }
+        Ok(Response::new(200, last))
     }
 
     fn describe() -> Card {

@@ -90,6 +90,11 @@ func readStr(b []byte) (string, []byte, error) {
 		if err != nil {
 			return "", nil, err
 		}
+	case tag >= 0xc4 && tag <= 0xc6: // bin, as header values are
+		n, rest, err = readBE(rest, 1<<(tag-0xc4))
+		if err != nil {
+			return "", nil, err
+		}
 	default:
 		return "", nil, errMalformed
 	}
@@ -161,6 +166,35 @@ func putStr(out []byte, s string) []byte {
 		out = binary.BigEndian.AppendUint32(append(out, 0xdb), uint32(n))
 	}
 	return append(out, s...)
+}
+
+// Header returns the value of header `name` (lower-case) in a header list,
+// and whether it is there.
+func Header(headers []byte, name string) (string, bool, error) {
+	if len(headers) == 0 {
+		return "", false, nil
+	}
+	n, b, err := readLen(headers, 0x90)
+	if err != nil {
+		return "", false, err
+	}
+	for i := uint64(0); i < n; i++ {
+		var two uint64
+		var k, v string
+		if two, b, err = readLen(b, 0x90); err != nil || two != 2 {
+			return "", false, errMalformed
+		}
+		if k, b, err = readStr(b); err != nil {
+			return "", false, err
+		}
+		if v, b, err = readStr(b); err != nil {
+			return "", false, err
+		}
+		if k == name {
+			return v, true, nil
+		}
+	}
+	return "", false, nil
 }
 
 // Headers builds a response header list: the pairs of `headers` (request

@@ -1,6 +1,9 @@
 // echo (JavaScript): answers 200 with the request body and headers, plus
-// x-echo-method and x-echo-path taken from the request head.
-import { decodeHead, headers } from '../wharf-guest.js';
+// x-echo-method and x-echo-path taken from the request head. With
+// x-echo-chunks: N (1-64) it streams the answer: the head at once, the body
+// in N pieces, the last one returned by handle.
+import { start, write } from 'wharf:plugin/streaming@0.2.0';
+import { decodeHead, header, headers } from '../wharf-guest.js';
 
 export function handle(req) {
   let head, out;
@@ -10,7 +13,20 @@ export function handle(req) {
   } catch (err) {
     throw { tag: 'bad-request', val: `malformed request: ${err.message}` };
   }
-  return { status: 200, headers: out, body: req.body };
+  const chunks = header(req.headers, 'x-echo-chunks');
+  if (chunks === undefined) return { status: 200, headers: out, body: req.body };
+  const n = Number(chunks);
+  if (!Number.isInteger(n) || n < 1 || n > 64) {
+    throw { tag: 'bad-request', val: 'malformed request: x-echo-chunks must be 1 to 64' };
+  }
+  start(200, out);
+  let body = req.body;
+  const size = Math.max(Math.ceil(body.length / n), 1);
+  while (body.length > size) {
+    write(body.subarray(0, size));
+    body = body.subarray(size);
+  }
+  return { status: 200, headers: new Uint8Array(0), body };
 }
 
 export function describe() {

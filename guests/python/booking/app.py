@@ -9,24 +9,14 @@ import wit_world
 from wit_world import exports
 from wit_world.imports import a2a, types
 
+from wharf_guest import a2a_outcome, a2a_text
+
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-
-
-def text_of(message: a2a.Message) -> str:
-    return "\n".join(p.content.value for p in message.parts if isinstance(p.content, a2a.Content_Text))
-
-
-def agent_says(text: str) -> a2a.Message:
-    return a2a.Message(
-        message_id="",
-        role=a2a.Role.AGENT,
-        parts=[a2a.Part(content=a2a.Content_Text(text), media_type="", filename="")],
-    )
 
 
 class A2aHandler(exports.A2aHandler):
     def on_message(self, turn: a2a.Turn) -> a2a.Outcome:
-        said = [text_of(m).lower() for m in [*turn.history, turn.message] if m.role == a2a.Role.USER]
+        said = [a2a_text(m).lower() for m in [*turn.history, turn.message] if m.role == a2a.Role.USER]
         words = [w for s in said for w in re.split(r"[^0-9a-z]+", s) if w]
         numbers = [int(w) for w in words if w.isdigit()]
         days = [w for w in words if w in DAYS]
@@ -38,11 +28,11 @@ class A2aHandler(exports.A2aHandler):
             return ask("For how many people?")
         if day is None:
             return ask("Which day?")
-        return a2a.Outcome(state=a2a.TurnState.COMPLETED, message=agent_says(f"Booked a table for {people} on {day}."))
+        return a2a_outcome("COMPLETED", f"Booked a table for {people} on {day}.")
 
 
 def ask(question: str) -> a2a.Outcome:
-    return a2a.Outcome(state=a2a.TurnState.INPUT_REQUIRED, message=agent_says(question))
+    return a2a_outcome("INPUT_REQUIRED", question)
 
 
 class WitWorld(wit_world.WitWorld):

@@ -1,9 +1,11 @@
 """echo (Python): answers 200 with the request body and headers, plus
-x-echo-method and x-echo-path taken from the request head."""
+x-echo-method and x-echo-path taken from the request head. With
+x-echo-chunks: N (1-64) it streams the answer: the head at once, the body
+in N pieces, the last one returned by handle."""
 
 import wit_world
 from componentize_py_types import Err
-from wit_world.imports import types
+from wit_world.imports import streaming, types
 
 import wharf_guest
 
@@ -17,9 +19,20 @@ class WitWorld(wit_world.WitWorld):
                 ("x-echo-method", head.get("method", "")),
                 ("x-echo-path", head.get("path", "")),
             )
+            chunks = wharf_guest.header(req.headers, "x-echo-chunks")
         except ValueError as err:
             raise Err(types.Error_BadRequest(f"malformed request: {err}"))
-        return types.Response(status=200, headers=headers, body=req.body)
+        if chunks is None:
+            return types.Response(status=200, headers=headers, body=req.body)
+        if not chunks.isdigit() or not 1 <= int(chunks) <= 64:
+            raise Err(types.Error_BadRequest("malformed request: x-echo-chunks must be 1 to 64"))
+        streaming.start(200, headers)
+        body = req.body
+        size = max(-(-len(body) // int(chunks)), 1)
+        while len(body) > size:
+            streaming.write(body[:size])
+            body = body[size:]
+        return types.Response(status=200, headers=b"", body=body)
 
     def describe(self) -> types.Card:
         return types.Card(

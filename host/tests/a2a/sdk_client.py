@@ -1,10 +1,11 @@
 """Drives a running Wharf with the official A2A Python SDK (a2a-sdk 1.3).
 
-Usage: sdk_client.py BASE_URL BINDING [BOOKING [ONLY]]
+Usage: sdk_client.py BASE_URL BINDING [BOOKING [ONLY [SCRIBE]]]
   BINDING: JSONRPC or HTTP+JSON; BOOKING: the multi-turn agent's name
-  (default `booking`); ONLY: run only the scenarios whose name holds it.
+  (default `booking`); ONLY: run only the scenarios whose name holds it;
+  SCRIBE: the streaming agent's name (default `scribe`).
 
-BASE_URL serves the `scribe` and BOOKING agents at /a2a/NAME, with push
+BASE_URL serves the SCRIBE and BOOKING agents at /a2a/NAME, with push
 notifications allowed to 127.0.0.1 (the script's own webhook server). Each
 scenario asserts what the SDK's client got back; the script prints one line
 per scenario and a closing `N passed, N failed` line, and exits non-zero
@@ -50,6 +51,7 @@ from a2a.utils.errors import (
 BASE, BINDING = sys.argv[1], sys.argv[2]
 BOOKING = sys.argv[3] if len(sys.argv) > 3 else "booking"
 ONLY = sys.argv[4] if len(sys.argv) > 4 else ""
+SCRIBE = sys.argv[5] if len(sys.argv) > 5 else "scribe"
 
 
 async def client(agent, streaming=True, polling=False):
@@ -146,9 +148,9 @@ async def events(c, text, **ids):
 
 
 async def card_names_the_agent_and_both_bindings():
-    c = await client("scribe")
+    c = await client(SCRIBE)
     card = await c.get_card() if hasattr(c, "get_card") else c._card
-    assert card.name == "scribe", card.name
+    assert card.name == SCRIBE, card.name
     bindings = sorted(i.protocol_binding for i in card.supported_interfaces)
     assert bindings == ["HTTP+JSON", "JSONRPC"], bindings
     assert card.capabilities.streaming
@@ -156,7 +158,7 @@ async def card_names_the_agent_and_both_bindings():
 
 
 async def send_returns_the_finished_task():
-    c = await client("scribe", streaming=False)
+    c = await client(SCRIBE, streaming=False)
     (only,) = await events(c, "hello brave new world")
     task = only.task
     assert task.status.state == TaskState.TASK_STATE_COMPLETED, task.status
@@ -170,7 +172,7 @@ async def send_returns_the_finished_task():
 
 
 async def stream_delivers_every_event_in_order():
-    c = await client("scribe")
+    c = await client(SCRIBE)
     got = await events(c, "count 5")
     kinds = [e.WhichOneof("payload") for e in got]
     assert kinds == ["task"] + ["artifact_update"] * 5 + ["status_update"], kinds
@@ -183,7 +185,7 @@ async def stream_delivers_every_event_in_order():
 
 
 async def list_filters_by_context_and_pages():
-    c = await client("scribe", streaming=False)
+    c = await client(SCRIBE, streaming=False)
     context = str(uuid.uuid4())
     ids = []
     for i in range(3):
@@ -223,7 +225,7 @@ async def multi_turn_asks_until_it_knows_enough():
 
 
 async def cancel_interrupts_a_running_turn():
-    streamer, other = await client("scribe"), await client("scribe")
+    streamer, other = await client(SCRIBE), await client(SCRIBE)
     stream = streamer.send_message(message("spin"))
     first = await anext(stream)
     task_id = first.task.id
@@ -241,8 +243,8 @@ async def cancel_interrupts_a_running_turn():
 
 
 async def subscribe_follows_a_live_task():
-    poller = await client("scribe", streaming=False, polling=True)
-    watcher = await client("scribe")
+    poller = await client(SCRIBE, streaming=False, polling=True)
+    watcher = await client(SCRIBE)
     started = [e async for e in poller.send_message(message("spin"))]
     task = started[-1].task
     assert task.status.state == TaskState.TASK_STATE_WORKING
@@ -261,7 +263,7 @@ async def subscribe_follows_a_live_task():
 
 
 async def failures_end_the_task_with_a_reason():
-    c = await client("scribe", streaming=False)
+    c = await client(SCRIBE, streaming=False)
     (failed,) = await events(c, "fail")
     assert failed.task.status.state == TaskState.TASK_STATE_FAILED
     assert text_of(failed.task.status.message) == "asked to fail"
@@ -274,7 +276,7 @@ async def failures_end_the_task_with_a_reason():
 
 
 async def errors_come_back_as_the_sdk_types():
-    c = await client("scribe", streaming=False)
+    c = await client(SCRIBE, streaming=False)
     try:
         await c.get_task(GetTaskRequest(id="no-such-task"))
         raise AssertionError("an unknown task was found")
@@ -352,7 +354,7 @@ async def push_configs_are_kept_and_each_update_reaches_the_webhook():
 
 
 async def a_webhook_set_with_the_message_gets_every_event_in_order_despite_failures():
-    c = await client("scribe", streaming=False)
+    c = await client(SCRIBE, streaming=False)
     path = f"/flaky-{BINDING}-2"
     request = message("count 3")
     request.configuration.CopyFrom(

@@ -30,15 +30,17 @@ fn sdk_python() -> PathBuf {
 }
 
 /// Runs the SDK scenarios of `tests/a2a/sdk_client.py` over `binding`,
-/// with `booking` as the multi-turn agent, those whose name holds `only`.
-async fn sdk_scenarios(base: &str, binding: &str, booking: &str, only: &str) {
+/// with `booking` as the multi-turn agent and `scribe` the streaming one,
+/// those whose name holds `only`.
+async fn sdk_scenarios(base: &str, binding: &str, booking: &str, only: &str, scribe: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/a2a/sdk_client.py");
     let mut cmd = Command::new(sdk_python());
     cmd.arg(script)
         .arg(base)
         .arg(binding)
         .arg(booking)
-        .arg(only);
+        .arg(only)
+        .arg(scribe);
     run_client(cmd, &format!("the Python SDK over {binding}")).await;
 }
 
@@ -57,16 +59,29 @@ async fn run_client(mut cmd: Command, what: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_python_sdk_drives_every_method_over_both_bindings() {
-    let dir = agents_dir(&["scribe", "booking", "booking-py"]);
+    let dir = agents_dir(&["scribe", "booking", "booking-py", "scribe-py", "scribe-js"]);
     // `spin` turns end by cancel in these scenarios, not by the deadline,
     // however slow the machine. Webhooks go to the script's own receiver.
     let kdl = "agent \"scribe\" { deadline \"30s\" }\n\
                push { allow \"127.0.0.1\"; backoff \"50ms\" }\n";
     let server = Server::start(config(dir.path(), kdl)).await;
-    sdk_scenarios(&server.base, "JSONRPC", "booking", "").await;
-    sdk_scenarios(&server.base, "HTTP+JSON", "booking", "").await;
-    // The same conversation with the Python build of the multi-turn agent.
-    sdk_scenarios(&server.base, "JSONRPC", "booking-py", "multi_turn").await;
+    sdk_scenarios(&server.base, "JSONRPC", "booking", "", "scribe").await;
+    sdk_scenarios(&server.base, "HTTP+JSON", "booking", "", "scribe").await;
+    // The same conversation with the Python build of the multi-turn agent,
+    // and the same streams from the Python and JavaScript streaming agents.
+    sdk_scenarios(
+        &server.base,
+        "JSONRPC",
+        "booking-py",
+        "multi_turn",
+        "scribe",
+    )
+    .await;
+    for scribe in ["scribe-py", "scribe-js"] {
+        for only in ["card", "stream_delivers", "failures"] {
+            sdk_scenarios(&server.base, "HTTP+JSON", "booking", only, scribe).await;
+        }
+    }
     server.stop().await;
 }
 

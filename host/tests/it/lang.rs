@@ -157,6 +157,39 @@ async fn every_language_keeps_the_echo_contract() {
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn every_language_streams_the_echo_when_asked() {
+    let dir = agents_dir(&ECHOES);
+    let server = Server::start(config(dir.path(), "")).await;
+    let body = pattern(10_000);
+    let mut first = None;
+    for agent in ECHOES {
+        let url = server.url(&format!("/agents/{agent}/streamed"));
+        let headers = [("x-echo-chunks", "4"), ("x-custom", "kept")];
+        let reply = send(&client(), Method::POST, &url, &headers, body.clone()).await;
+        assert_eq!(reply.status, StatusCode::OK, "{agent}: {}", reply.text());
+        assert!(reply.body == body, "{agent}: the streamed body differs");
+        assert_eq!(reply.headers["x-echo-path"], "/streamed", "{agent}");
+        assert_eq!(reply.headers["x-custom"], "kept", "{agent}");
+        assert_eq!(reply.headers["transfer-encoding"], "chunked", "{agent}");
+        assert!(reply.headers.get("content-length").is_none(), "{agent}");
+        let essence = essence(&reply);
+        match &first {
+            None => first = Some(essence),
+            Some(rust) => assert!(*rust == essence, "{agent}: differs from the Rust echo"),
+        }
+        let bad = [("x-echo-chunks", "0")];
+        let reply = send(&client(), Method::POST, &url, &bad, "x").await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{agent}");
+        assert!(
+            reply.text().contains("x-echo-chunks must be 1 to 64"),
+            "{agent}: {}",
+            reply.text()
+        );
+    }
+    server.stop().await;
+}
+
 #[test]
 fn every_language_answers_describe_and_health_itself() {
     let names = [ECHOES, CLASSIFIERS].concat();

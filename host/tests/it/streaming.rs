@@ -1,5 +1,6 @@
-//! Streamed answers of plain `handle` calls (the `scribe` agent's HTTP
-//! side) over real sockets, HTTP/1.1 and h2c: the head and first chunk
+//! Streamed answers of plain `handle` calls (the `scribe` agents' HTTP
+//! side, in Rust, Python and JavaScript) over real sockets, HTTP/1.1 and
+//! h2c: the head and first chunk
 //! reach the client while the call is still running, server-sent events
 //! arrive one by one, and every way a streaming call can go wrong (a
 //! deadline after the head, a body past its limit, a failure after the
@@ -189,5 +190,29 @@ async fn response_filters_see_a_streamed_head() {
     );
     let seen = seen.expect("the response-headers filter ran on the streamed head");
     assert!(seen.to_str().unwrap().contains("sh"), "{seen:?}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_and_javascript_agents_stream_events_as_rust_does() {
+    let dir = agents_dir(&["scribe", "scribe-py", "scribe-js"]);
+    let server = Server::start(config(dir.path(), "")).await;
+    let mut first = None;
+    for agent in ["scribe", "scribe-py", "scribe-js"] {
+        let url = server.url(&format!("/agents/{agent}"));
+        let resp = open(&client(), Method::POST, &url, "one two three").await;
+        assert_eq!(resp.status(), StatusCode::OK, "{agent}");
+        assert_eq!(
+            resp.headers()["content-type"],
+            "text/event-stream",
+            "{agent}"
+        );
+        let (body, clean) = rest(&mut resp.into_body()).await;
+        assert!(clean, "{agent}");
+        match &first {
+            None => first = Some(body),
+            Some(rust) => assert_eq!(rust, &body, "{agent}: differs from the Rust scribe"),
+        }
+    }
     server.stop().await;
 }

@@ -1,8 +1,13 @@
 // Package export_wit_world is the echo agent (Go): it answers 200 with the
-// request body and headers, plus x-echo-method and x-echo-path.
+// request body and headers, plus x-echo-method and x-echo-path. With
+// x-echo-chunks: N (1-64) it streams the answer: the head at once, the body
+// in N pieces, the last one returned by Handle.
 package export_wit_world
 
 import (
+	"strconv"
+
+	"wit_component/wharf_plugin_streaming"
 	"wit_component/wharf_plugin_types"
 	"wit_component/wharfguest"
 
@@ -26,7 +31,29 @@ func Handle(req Request) witTypes.Result[Response, Error] {
 	if err != nil {
 		return witTypes.Err[Response](wharf_plugin_types.MakeErrorBadRequest("malformed request headers"))
 	}
-	return witTypes.Ok[Response, Error](Response{Status: 200, Headers: headers, Body: req.Body})
+	chunks, streamed, err := wharfguest.Header(req.Headers, "x-echo-chunks")
+	if err != nil {
+		return witTypes.Err[Response](wharf_plugin_types.MakeErrorBadRequest("malformed request headers"))
+	}
+	if !streamed {
+		return witTypes.Ok[Response, Error](Response{Status: 200, Headers: headers, Body: req.Body})
+	}
+	n, err := strconv.Atoi(chunks)
+	if err != nil || n < 1 || n > 64 {
+		return witTypes.Err[Response](wharf_plugin_types.MakeErrorBadRequest("malformed request: x-echo-chunks must be 1 to 64"))
+	}
+	if r := wharf_plugin_streaming.Start(200, headers); r.IsErr() {
+		return witTypes.Err[Response](wharf_plugin_types.MakeErrorInternal(r.Err()))
+	}
+	body := req.Body
+	size := max((len(body)+n-1)/n, 1)
+	for len(body) > size {
+		if r := wharf_plugin_streaming.Write(body[:size]); r.IsErr() {
+			return witTypes.Err[Response](wharf_plugin_types.MakeErrorInternal(r.Err()))
+		}
+		body = body[size:]
+	}
+	return witTypes.Ok[Response, Error](Response{Status: 200, Body: body})
 }
 
 func Describe() wharf_plugin_types.Card {
