@@ -136,10 +136,20 @@ impl App {
         let metrics = Metrics::new();
         let a2a = open_tasks(&config, &metrics).await?;
         let pipeline = Pipeline::new(snapshot, metrics, audit);
+        let a2a_default = config.a2a.default_agent.clone();
+        if let Some(name) = &a2a_default
+            && !pipeline.lookup(name).is_some_and(|r| r.core.entry.image.serves_a2a())
+        {
+            tracing::warn!(agent = %name, "the default A2A agent is not loaded or does not serve A2A: /.well-known/agent-card.json answers 404");
+        }
         Ok(App {
             config,
             runtime,
-            state: Arc::new(AppState { pipeline, a2a }),
+            state: Arc::new(AppState {
+                pipeline,
+                a2a,
+                a2a_default,
+            }),
             listener,
         })
     }

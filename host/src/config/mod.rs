@@ -9,6 +9,7 @@ mod filter;
 mod parse;
 mod policy;
 mod push;
+mod a2a;
 mod tasks;
 mod units;
 
@@ -23,6 +24,7 @@ pub use policy::{
     Affinity, AffinitySource, Breaker, Health, Instances, Limits, Mode, Policy, RateKey, RateLimit,
 };
 pub use push::{Push, Target};
+pub use a2a::A2aSettings;
 pub use tasks::Tasks;
 pub use units::{format_size, parse_duration, parse_size};
 
@@ -52,6 +54,8 @@ pub struct Config {
     pub tasks: Tasks,
     /// A2A push notifications; off when `None`.
     pub push: Option<Push>,
+    /// Host-wide A2A settings (the host's own agent card).
+    pub a2a: A2aSettings,
 }
 
 /// The compiled-artifact cache setting (`cache "dir"` or `cache #false`).
@@ -138,6 +142,7 @@ impl Default for Config {
             audit: AuditSink::default(),
             tasks: Tasks::default(),
             push: None,
+            a2a: A2aSettings::default(),
         }
     }
 }

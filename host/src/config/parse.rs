@@ -31,6 +31,7 @@ const TOP: &[&str] = &[
     "audit",
     "tasks",
     "push",
+    "a2a",
 ];
 const LIMITS: &[&str] = &[
     "memory",
@@ -122,6 +123,7 @@ impl Walker {
                 "audit" => set(&mut config.audit, self.audit(node)),
                 "tasks" => self.tasks(node, &mut config.tasks),
                 "push" => config.push = self.push(node),
+                "a2a" => self.a2a(node, &mut config.a2a),
                 "filters" => set(&mut defaults.filters, self.chain(node)),
                 "limits" => {
                     for child in self.block(node) {

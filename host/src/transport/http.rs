@@ -30,6 +30,8 @@ pub struct AppState {
     pub pipeline: Pipeline,
     /// A2A tasks, for the agents that serve A2A.
     pub a2a: Arc<crate::a2a::A2a>,
+    /// The agent whose card is the host's own, at `/.well-known/agent-card.json`.
+    pub a2a_default: Option<String>,
 }
 
 /// The routes, with the whole-request timeout (tower-http) on agent calls.
@@ -51,6 +53,7 @@ pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/metrics", get(metrics))
         .route("/agents", get(list_agents))
         .route("/agents/{name}/health", get(agent_health))
+        .route("/.well-known/agent-card.json", get(super::a2a::host_card))
         .merge(agents)
         .fallback(not_found)
         .with_state(state)

@@ -157,6 +157,19 @@ async def card_names_the_agent_and_both_bindings():
     assert [s.id for s in card.skills] == ["write"]
 
 
+async def the_host_names_a_default_agent():
+    config = ClientConfig(
+        streaming=False,
+        supported_protocol_bindings=[BINDING],
+        httpx_client=httpx.AsyncClient(timeout=30),
+    )
+    # Given only the host, the SDK reads its card and follows the interfaces.
+    c = await ClientFactory(config).create_from_url(BASE)
+    (only,) = await events(c, "count 2")
+    assert only.task.status.state == TaskState.TASK_STATE_COMPLETED, only.task.status
+    assert text_of(only.task.status.message) == "counted to 2"
+
+
 async def send_returns_the_finished_task():
     c = await client(SCRIBE, streaming=False)
     (only,) = await events(c, "hello brave new world")
@@ -375,6 +388,7 @@ async def a_webhook_set_with_the_message_gets_every_event_in_order_despite_failu
 
 SCENARIOS = [
     card_names_the_agent_and_both_bindings,
+    the_host_names_a_default_agent,
     send_returns_the_finished_task,
     stream_delivers_every_event_in_order,
     list_filters_by_context_and_pages,

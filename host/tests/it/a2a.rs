@@ -63,7 +63,8 @@ async fn the_official_python_sdk_drives_every_method_over_both_bindings() {
     // `spin` turns end by cancel in these scenarios, not by the deadline,
     // however slow the machine. Webhooks go to the script's own receiver.
     let kdl = "agent \"scribe\" { deadline \"30s\" }\n\
-               push { allow \"127.0.0.1\"; backoff \"50ms\" }\n";
+               push { allow \"127.0.0.1\"; backoff \"50ms\" }\n\
+               a2a { default \"scribe\" }\n";
     let server = Server::start(config(dir.path(), kdl)).await;
     sdk_scenarios(&server.base, "JSONRPC", "booking", "", "scribe").await;
     sdk_scenarios(&server.base, "HTTP+JSON", "booking", "", "scribe").await;
@@ -227,6 +228,12 @@ async fn bad_calls_get_the_bindings_errors_and_the_host_keeps_serving() {
     );
     let reply = get(&server.url("/a2a/nobody/.well-known/agent-card.json")).await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
+    // No default agent named: the host has no card of its own.
+    let reply = get(&server.url("/.well-known/agent-card.json")).await;
+    assert_eq!(
+        (reply.status, reply.error_code().as_str()),
+        (StatusCode::NOT_FOUND, "no_default_agent")
+    );
 
     // HTTP+JSON: the same errors with HTTP statuses and AIP-193 bodies.
     let url = |p: &str| server.url(&format!("/a2a/scribe{p}"));

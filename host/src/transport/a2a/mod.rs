@@ -33,6 +33,20 @@ use crate::router::AgentRoute;
 /// compatible).
 const SUPPORTED_MAJOR: &str = "1";
 
+/// `GET /.well-known/agent-card.json`: the card of the agent the
+/// configuration names as the host's default (`a2a { default "NAME" }`).
+pub(super) async fn host_card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    match &state.a2a_default {
+        Some(name) => card::serve(&state, name, &headers),
+        None => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_default_agent",
+            "this host names no default A2A agent: each agent's card is at /a2a/NAME/.well-known/agent-card.json",
+        )
+        .into_response(),
+    }
+}
+
 /// Any method on `/a2a/{name}` and below.
 pub(super) async fn call(
     State(state): State<Arc<AppState>>,

@@ -1,0 +1,45 @@
+//! The `a2a { … }` block: host-wide A2A settings. `default` names the agent
+//! whose card the host serves at its own `/.well-known/agent-card.json`,
+//! where A2A clients look for one when given only the host.
+//!
+//! ```kdl
+//! a2a {
+//!     default "scribe"
+//! }
+//! ```
+
+use kdl::KdlNode;
+
+use super::diag::Problem;
+use super::parse::Walker;
+
+const A2A: &[&str] = &["default"];
+
+/// Host-wide A2A settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct A2aSettings {
+    /// The agent whose card is the host's card.
+    pub default_agent: Option<String>,
+}
+
+impl Walker {
+    pub(super) fn a2a(&mut self, node: &KdlNode, settings: &mut A2aSettings) {
+        for child in self.block(node) {
+            match child.name().value() {
+                "default" => {
+                    if let Some((name, span)) = self.string(child) {
+                        if crate::registry::valid_agent_name(&name) {
+                            settings.default_agent = Some(name);
+                        } else {
+                            self.problems.push(
+                                Problem::new(span, format!("`{name}` is not a valid agent name"))
+                                    .help("names are file stems: letters, digits, `-`, `_` and `.`"),
+                            );
+                        }
+                    }
+                }
+                _ => self.unknown(child, "in `a2a`", A2A),
+            }
+        }
+    }
+}
