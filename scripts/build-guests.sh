@@ -49,17 +49,21 @@ build_c() { # NAME [WORLD]
     "$WHARF_BIN" bindgen --lang c --world "$world" --out "$dir/bindings" >/dev/null
     clang --target=wasm32-wasi --sysroot=/usr -mexec-model=reactor -O2 -Wall -Wextra -Werror \
         -Wno-unused-function -Wl,--strip-debug -I "$dir/bindings" \
-        "$root/guests/c/$name.c" "$dir/bindings/$world.c" "$dir/bindings/${world}_component_type.o" \
+        "$root/guests/c/$name.c" "$dir/bindings/${world//-/_}.c" \
+        "$dir/bindings/${world//-/_}_component_type.o" \
         -o "$dir/core.wasm"
     "$WHARF_BIN" componentize "$dir/core.wasm" --world "$world" --out "$out/$name-c.wasm" >/dev/null
 }
 
 build_go() { # NAME [WORLD]
     local name="$1" world="${2:-agent}" dir="$work/go-$1"
-    stale "$out/$name-go.wasm" "$root/guests/go/$name" "$root/guests/go/wharfguest" || return 0
+    stale "$out/$name-go.wasm" "$root/guests/go/$name" "$root/guests/go/wharfguest" \
+        "$root/guests/go/wharfa2a" || return 0
     rm -rf "$dir" && mkdir -p "$dir"
     "$WHARF_BIN" bindgen --lang go --world "$world" --out "$dir" >/dev/null
-    cp -r "$root/guests/go/wharfguest" "$root/guests/go/$name/export_wit_world" "$dir/"
+    # Every exported interface is a package of the guest's own.
+    cp -r "$root/guests/go/wharfguest" "$root/guests/go/$name"/export_* "$dir/"
+    if [ "$world" = a2a-agent ]; then cp -r "$root/guests/go/wharfa2a" "$dir/"; fi
     (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOOS=wasip1 GOARCH=wasm \
         go build -buildmode=c-shared -ldflags='-checklinkname=0 -s' -o core.wasm .)
     "$WHARF_BIN" componentize "$dir/core.wasm" --world "$world" --out "$out/$name-go.wasm" >/dev/null
@@ -92,8 +96,10 @@ build_go filter filter
 build_py filter filter
 build_js filter filter
 # The A2A agents (the `a2a-agent` world): multi-turn in Python, streaming
-# in every language but Rust.
+# in every language (Rust's are in the cargo workspace).
 build_py booking a2a-agent
 build_py scribe a2a-agent
 build_js scribe a2a-agent
+build_go scribe a2a-agent
+build_c scribe a2a-agent
 echo "$root/target/guests/wasm32-wasip2/release"

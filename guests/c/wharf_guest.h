@@ -1,7 +1,7 @@
 // wharf_guest.h: small helpers for C agents and filters on Wharf, used with
 // the bindings that `wharf bindgen --lang c` generates (agent.h; filter.h
-// with `--world filter`: define WHARF_FILTER before including this).
-// Header-only.
+// with `--world filter`: define WHARF_FILTER before including this;
+// a2a_agent.h with `--world a2a-agent`: define WHARF_A2A). Header-only.
 //
 // The request `head` is a MessagePack map of strings; request and response
 // headers are a MessagePack array of [name, value] pairs. These helpers read
@@ -17,6 +17,17 @@
 #ifdef WHARF_FILTER
 #include "filter.h"
 typedef filter_list_u8_t wg_list;
+#elif defined(WHARF_A2A)
+// The `a2a-agent` world (`--world a2a-agent`): its bindings prefix the
+// agent's types with `a2a_agent_`; the helpers below use the agent world's
+// names for them.
+#include "a2a_agent.h"
+#define agent_list_u8_t a2a_agent_list_u8_t
+#define agent_string_t a2a_agent_string_t
+#define agent_error_t a2a_agent_error_t
+#define agent_string_dup a2a_agent_string_dup
+#define agent_string_free a2a_agent_string_free
+typedef a2a_agent_list_u8_t wg_list;
 #else
 #include "agent.h"
 typedef agent_list_u8_t wg_list;
@@ -225,6 +236,59 @@ static bool wg_stream_write(const uint8_t *ptr, size_t len) {
   bool ok = wharf_plugin_streaming_write(&list, &why);
   if (!ok) agent_string_free(&why);
   return ok;
+}
+#endif
+
+#ifdef WHARF_A2A
+// A2A helpers. What they build is allocated with malloc: hand it to an
+// import (wharf_plugin_a2a_working, _add_artifact) and free it afterwards
+// with the bindings' *_free, or return it (an outcome), which the bindings
+// free after the call.
+
+// Appends the text of a message's text parts, joined by newlines.
+static void wg_a2a_text(const wharf_plugin_a2a_message_t *m, wg_buf *out) {
+  bool first = true;
+  for (size_t i = 0; i < m->parts.len; i++) {
+    const wharf_plugin_a2a_content_t *c = &m->parts.ptr[i].content;
+    if (c->tag != WHARF_PLUGIN_A2A_CONTENT_TEXT) continue;
+    if (!first) wg_put_byte(out, '\n');
+    wg_put(out, c->val.text.ptr, c->val.text.len);
+    first = false;
+  }
+}
+
+// One text part holding a copy of `len` bytes of `text`.
+static wharf_plugin_a2a_list_part_t wg_a2a_text_parts(const char *text, size_t len) {
+  wharf_plugin_a2a_part_t *part = calloc(1, sizeof *part);
+  if (!part) abort();
+  part->content.tag = WHARF_PLUGIN_A2A_CONTENT_TEXT;
+  a2a_agent_string_dup_n(&part->content.val.text, text, len);
+  return (wharf_plugin_a2a_list_part_t){part, 1};
+}
+
+// An agent message holding `text` (the host gives it an id).
+static wharf_plugin_a2a_message_t wg_a2a_message(const char *text) {
+  wharf_plugin_a2a_message_t m = {0};
+  m.role = WHARF_PLUGIN_A2A_ROLE_AGENT;
+  m.parts = wg_a2a_text_parts(text, strlen(text));
+  return m;
+}
+
+// An artifact (or a chunk of one) named `id`, holding `len` bytes of `text`.
+static wharf_plugin_a2a_artifact_t wg_a2a_artifact(const char *id, const char *text, size_t len) {
+  wharf_plugin_a2a_artifact_t a = {0};
+  a2a_agent_string_dup(&a.artifact_id, id);
+  a2a_agent_string_dup(&a.name, id);
+  a.parts = wg_a2a_text_parts(text, len);
+  return a;
+}
+
+// Sets how a turn ends, with `text` as its status message.
+static bool wg_a2a_outcome(wharf_plugin_a2a_outcome_t *ret, wharf_plugin_a2a_turn_state_t state, const char *text) {
+  ret->state = state;
+  ret->message.is_some = true;
+  ret->message.val = wg_a2a_message(text);
+  return true;
 }
 #endif
 

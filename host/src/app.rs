@@ -138,7 +138,9 @@ impl App {
         let pipeline = Pipeline::new(snapshot, metrics, audit);
         let a2a_default = config.a2a.default_agent.clone();
         if let Some(name) = &a2a_default
-            && !pipeline.lookup(name).is_some_and(|r| r.core.entry.image.serves_a2a())
+            && !pipeline
+                .lookup(name)
+                .is_some_and(|r| r.core.entry.image.serves_a2a())
         {
             tracing::warn!(agent = %name, "the default A2A agent is not loaded or does not serve A2A: /.well-known/agent-card.json answers 404");
         }

@@ -33,7 +33,9 @@ impl Walker {
                         } else {
                             self.problems.push(
                                 Problem::new(span, format!("`{name}` is not a valid agent name"))
-                                    .help("names are file stems: letters, digits, `-`, `_` and `.`"),
+                                    .help(
+                                        "names are file stems: letters, digits, `-`, `_` and `.`",
+                                    ),
                             );
                         }
                     }

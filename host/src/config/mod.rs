@@ -3,13 +3,13 @@
 //! Parsing lives in [`parse`], units in [`units`], diagnostics in [`diag`].
 //! Nothing here touches the network or the runtime.
 
+mod a2a;
 mod blocks;
 mod diag;
 mod filter;
 mod parse;
 mod policy;
 mod push;
-mod a2a;
 mod tasks;
 mod units;
 
@@ -18,13 +18,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use a2a::A2aSettings;
 pub use diag::{ConfigError, Problem};
 pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLimit};
 pub use policy::{
     Affinity, AffinitySource, Breaker, Health, Instances, Limits, Mode, Policy, RateKey, RateLimit,
 };
 pub use push::{Push, Target};
-pub use a2a::A2aSettings;
 pub use tasks::Tasks;
 pub use units::{format_size, parse_duration, parse_size};
 

@@ -1,5 +1,5 @@
 //! Streamed answers of plain `handle` calls (the `scribe` agents' HTTP
-//! side, in Rust, Python and JavaScript) over real sockets, HTTP/1.1 and
+//! side, in all five languages) over real sockets, HTTP/1.1 and
 //! h2c: the head and first chunk
 //! reach the client while the call is still running, server-sent events
 //! arrive one by one, and every way a streaming call can go wrong (a
@@ -194,11 +194,12 @@ async fn response_filters_see_a_streamed_head() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn python_and_javascript_agents_stream_events_as_rust_does() {
-    let dir = agents_dir(&["scribe", "scribe-py", "scribe-js"]);
+async fn every_language_streams_events_as_rust_does() {
+    let scribes = ["scribe", "scribe-c", "scribe-go", "scribe-py", "scribe-js"];
+    let dir = agents_dir(&scribes);
     let server = Server::start(config(dir.path(), "")).await;
     let mut first = None;
-    for agent in ["scribe", "scribe-py", "scribe-js"] {
+    for agent in scribes {
         let url = server.url(&format!("/agents/{agent}"));
         let resp = open(&client(), Method::POST, &url, "one two three").await;
         assert_eq!(resp.status(), StatusCode::OK, "{agent}");
