@@ -5,6 +5,7 @@
 
 mod a2a;
 mod blocks;
+mod card;
 mod diag;
 mod filter;
 mod parse;
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use a2a::A2aSettings;
+pub use card::CardSettings;
 pub use diag::{ConfigError, Problem};
 pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLimit};
 pub use policy::{

@@ -49,6 +49,7 @@ const SERVER: &[&str] = &[
     "component-size",
 ];
 const AGENT: &[&str] = &[
+    "card",
     "memory",
     "deadline",
     "request-body",
@@ -203,6 +204,8 @@ impl Walker {
                 policy.values = Arc::new(self.values(child));
             } else if child.name().value() == "filters" {
                 set(&mut policy.filters, self.chain(child));
+            } else if child.name().value() == "card" {
+                self.card(child, &mut policy.card);
             } else if child.name().value() == "filter-config" {
                 if let Some((filter, _)) = self.guest_name(child, "filter-config") {
                     let values = Arc::new(self.values(child));

@@ -159,4 +159,6 @@ pub struct Policy {
     /// Per-filter config values for this agent's requests
     /// (`filter-config "name" { … }`), read before the filter's own.
     pub filter_values: BTreeMap<String, Arc<BTreeMap<String, String>>>,
+    /// What its A2A agent card says beyond `describe()`.
+    pub card: super::CardSettings,
 }

@@ -143,9 +143,37 @@ fn rpc_code(reply: &Reply) -> i64 {
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_calls_get_the_bindings_errors_and_the_host_keeps_serving() {
     let dir = agents_dir(&["scribe", "echo"]);
-    let kdl = "agent \"scribe\" { request-body \"4KiB\" }\n";
+    let kdl = "agent \"scribe\" {\n\
+                   request-body \"4KiB\"\n\
+                   card {\n\
+                       description \"Writes it back\"\n\
+                       input-modes \"text/plain\"\n\
+                       provider \"Example Corp\" url=\"https://example.com\"\n\
+                       documentation-url \"https://example.com/docs\"\n\
+                   }\n\
+               }\n";
     let server = Server::start(config(dir.path(), kdl)).await;
     let both = [V1, JSON];
+
+    // The card: describe() with what the KDL block adds; no push block, so
+    // no push notifications.
+    let card = get(&server.url("/a2a/scribe/.well-known/agent-card.json"))
+        .await
+        .json();
+    assert_eq!(card["name"], "scribe");
+    assert_eq!(card["description"], "Writes it back");
+    assert_eq!(card["defaultInputModes"], json!(["text/plain"]));
+    assert_eq!(
+        card["defaultOutputModes"],
+        json!(["text/plain", "application/json"])
+    );
+    assert_eq!(
+        card["provider"],
+        json!({"organization": "Example Corp", "url": "https://example.com"})
+    );
+    assert_eq!(card["documentationUrl"], "https://example.com/docs");
+    assert_eq!(card["capabilities"]["pushNotifications"], false);
+    assert_eq!(card["skills"][0]["id"], "write");
 
     // JSON-RPC: parse errors, bad envelopes, unknown methods, bad params.
     let reply = rpc(&server, "scribe", &both, "{\"jsonrpc\":").await;

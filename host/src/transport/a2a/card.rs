@@ -1,14 +1,18 @@
 //! The agent card at `/a2a/{name}/.well-known/agent-card.json`: what
-//! `describe()` said (name, version, description, skills), the two
-//! bindings at URLs that answer, and what the host offers (streaming; push
-//! notifications when they are configured).
+//! `describe()` said (name, version, description, skills), what the
+//! agent's `card { … }` block adds or overrides (description, media types,
+//! provider, documentation), the two bindings at URLs that answer, and what
+//! the host offers (streaming; push notifications when they are
+//! configured).
 //! The URLs are built from the `Host` the client used, so the card is
 //! right behind whatever name the client reached Wharf by.
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::HeaderMap;
-use wharf_tasks::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, PROTOCOL_VERSION};
+use wharf_tasks::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, PROTOCOL_VERSION,
+};
 
 use super::super::error::ApiError;
 use super::super::http::AppState;
@@ -42,14 +46,24 @@ pub(super) fn serve(state: &AppState, name: &str, headers: &HeaderMap) -> Respon
         protocol_version: PROTOCOL_VERSION.to_string(),
     };
     let card = &entry.card;
+    let kdl = &route.core.policy.card;
     let modes: Vec<String> = MODES.iter().map(|m| m.to_string()).collect();
     let body = AgentCard {
         name: card.name.clone(),
-        description: card.description.clone(),
+        description: kdl
+            .description
+            .clone()
+            .unwrap_or_else(|| card.description.clone()),
         supported_interfaces: vec![interface("JSONRPC"), interface("HTTP+JSON")],
-        provider: None,
+        provider: kdl
+            .provider
+            .as_ref()
+            .map(|(organization, url)| AgentProvider {
+                organization: organization.clone(),
+                url: url.clone(),
+            }),
         version: card.version.clone(),
-        documentation_url: None,
+        documentation_url: kdl.documentation_url.clone(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(state.a2a.pushes()),
@@ -58,8 +72,8 @@ pub(super) fn serve(state: &AppState, name: &str, headers: &HeaderMap) -> Respon
         },
         security_schemes: Default::default(),
         security_requirements: Vec::new(),
-        default_input_modes: modes.clone(),
-        default_output_modes: modes,
+        default_input_modes: kdl.input_modes.clone().unwrap_or_else(|| modes.clone()),
+        default_output_modes: kdl.output_modes.clone().unwrap_or(modes),
         skills: card
             .skills
             .iter()
