@@ -53,7 +53,9 @@ pub struct A2a {
 pub(crate) struct Running {
     /// The task as it changes; locked only to apply or read a change.
     task: std::sync::Mutex<Task>,
-    events: broadcast::Sender<StreamResponse>,
+    /// Made when the first subscriber comes (under the task's lock, as
+    /// events are sent): a turn nobody streams allocates no fan-out ring.
+    events: std::sync::OnceLock<broadcast::Sender<StreamResponse>>,
     cancel: Arc<AtomicBool>,
     /// Becomes true when the turn has ended and the task was saved.
     done: watch::Sender<bool>,
@@ -104,8 +106,7 @@ impl A2a {
             push.notify(agent, task_id, &event);
         }
         if let Some(running) = running {
-            // No subscriber is not an error: the task is still kept.
-            let _ = running.events.send(event);
+            running.send(event);
         }
     }
 
@@ -157,7 +158,7 @@ impl A2a {
         }
         task.set_status(TaskState::Working, None)?;
         let (running, done) = self.start(&agent, &task)?;
-        let fanout = running.events.subscribe();
+        let fanout = streaming.then(|| running.subscribe());
         let saved = self.store.save(&agent, &task);
         if let (Some(hook), Some(push)) = (webhook.as_mut(), &self.push) {
             hook.task_id = task.id.clone();
@@ -185,7 +186,7 @@ impl A2a {
         };
         let turn_req = run::turn_request(req, &turn.call);
         tokio::spawn(turn.run(turn_req));
-        if streaming {
+        if let Some(fanout) = fanout {
             return Ok(Reply::Stream(stream(task, fanout, running)));
         }
         if !config.return_immediately {
@@ -317,7 +318,7 @@ impl A2a {
         let key = (agent.to_string(), params.id.clone());
         if let Some(running) = self.running.get(&key).map(|r| r.clone()) {
             let task = running.task.lock().unwrap_or_else(|e| e.into_inner());
-            let fanout = running.events.subscribe();
+            let fanout = running.subscribe();
             return Ok(Reply::Stream(stream(task.clone(), fanout, running.clone())));
         }
         let task = self.task(agent, &params.id)?;
@@ -360,7 +361,7 @@ impl A2a {
         let (done, done_rx) = watch::channel(false);
         let running = Arc::new(Running {
             task: std::sync::Mutex::new(task.clone()),
-            events: broadcast::channel(FANOUT_CAPACITY).0,
+            events: std::sync::OnceLock::new(),
             cancel: Arc::new(AtomicBool::new(false)),
             done,
         });
@@ -385,6 +386,24 @@ impl A2a {
             .remove(&(agent.to_string(), task_id.to_string()))
         {
             running.done.send_replace(true);
+        }
+    }
+}
+
+impl Running {
+    /// A receiver of the task's events from now on. Call it holding the
+    /// task's lock, so that what it receives follows what the task shows.
+    fn subscribe(&self) -> broadcast::Receiver<StreamResponse> {
+        self.events
+            .get_or_init(|| broadcast::channel(FANOUT_CAPACITY).0)
+            .subscribe()
+    }
+
+    /// Sends an event to the subscribers, if any (none is not an error:
+    /// the task is still kept).
+    fn send(&self, event: StreamResponse) {
+        if let Some(events) = self.events.get() {
+            let _ = events.send(event);
         }
     }
 }
