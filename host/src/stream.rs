@@ -115,8 +115,7 @@ fn ending(result: Result<Response, RouteError>, sink: &Sink) -> Result<Bytes, st
     };
     let (written, limit) = sink.written();
     match result {
-        Ok(_) if sink.overflowed() => cut(format!("its body passed the limit of {limit} bytes")),
-        Ok(resp) if written + resp.body.len() > limit => {
+        Ok(resp) if sink.overflowed() || written + resp.body.len() > limit => {
             cut(format!("its body passed the limit of {limit} bytes"))
         }
         Ok(resp) => Ok(resp.body),

@@ -77,7 +77,7 @@ impl A2a {
                     tracing::warn!(agent, task = %task.id, "a task left running by an earlier run is marked failed");
                     let _ = store.save(&agent, &task).wait_blocking();
                     if let Some(push) = &push {
-                        push.notify(&agent, &task.id, &StreamResponse::StatusUpdate(update));
+                        push.notify(&agent, &StreamResponse::StatusUpdate(update));
                     }
                 }
             }
@@ -96,14 +96,8 @@ impl A2a {
 
     /// Sends an update of `agent`'s task to its subscribers and webhooks.
     fn publish(&self, agent: &str, running: Option<&Running>, event: StreamResponse) {
-        let task_id = match &event {
-            StreamResponse::Task(t) => t.id.as_str(),
-            StreamResponse::Message(m) => m.task_id.as_deref().unwrap_or_default(),
-            StreamResponse::StatusUpdate(e) => e.task_id.as_str(),
-            StreamResponse::ArtifactUpdate(e) => e.task_id.as_str(),
-        };
         if let Some(push) = &self.push {
-            push.notify(agent, task_id, &event);
+            push.notify(agent, &event);
         }
         if let Some(running) = running {
             running.send(event);
@@ -126,9 +120,8 @@ impl A2a {
         let history = history_limit(config.history_length)?;
         let mut webhook = match config.task_push_notification_config.clone() {
             Some(v) if !v.is_null() => {
-                let mut hook: TaskPushNotificationConfig = parse_params(v)?;
-                self.push()?.check(&mut hook)?;
-                Some(hook)
+                let hook: TaskPushNotificationConfig = parse_params(v)?;
+                Some(self.push()?.check(hook)?)
             }
             _ => None,
         };
@@ -160,9 +153,9 @@ impl A2a {
         let (running, done) = self.start(&agent, &task)?;
         let fanout = streaming.then(|| running.subscribe());
         let saved = self.store.save(&agent, &task);
-        if let (Some(hook), Some(push)) = (webhook.as_mut(), &self.push) {
-            hook.task_id = task.id.clone();
-            if let Err(err) = push.create(&agent, hook.clone(), true).await {
+        if let (Some(mut hook), Some(push)) = (webhook.take(), &self.push) {
+            hook.config.task_id = task.id.clone();
+            if let Err(err) = push.create(&agent, hook, true).await {
                 self.finish(&agent, &task.id);
                 return Err(err);
             }
@@ -276,10 +269,10 @@ impl A2a {
         params: Value,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         let push = self.push()?;
-        let mut config: TaskPushNotificationConfig = parse_params(params)?;
-        push.check(&mut config)?;
-        let task = self.task(agent, &config.task_id)?;
-        push.create(agent, config, !task.status.state.is_terminal())
+        let config: TaskPushNotificationConfig = parse_params(params)?;
+        let checked = push.check(config)?;
+        let task = self.task(agent, &checked.config.task_id)?;
+        push.create(agent, checked, !task.status.state.is_terminal())
             .await
     }
 

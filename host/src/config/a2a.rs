@@ -10,7 +10,6 @@
 
 use kdl::KdlNode;
 
-use super::diag::Problem;
 use super::parse::Walker;
 
 const A2A: &[&str] = &["default"];
@@ -27,17 +26,10 @@ impl Walker {
         for child in self.block(node) {
             match child.name().value() {
                 "default" => {
-                    if let Some((name, span)) = self.string(child) {
-                        if crate::registry::valid_agent_name(&name) {
-                            settings.default_agent = Some(name);
-                        } else {
-                            self.problems.push(
-                                Problem::new(span, format!("`{name}` is not a valid agent name"))
-                                    .help(
-                                        "names are file stems: letters, digits, `-`, `_` and `.`",
-                                    ),
-                            );
-                        }
+                    if let Some((name, span)) = self.string(child)
+                        && self.valid_name(&name, span, "agent")
+                    {
+                        settings.default_agent = Some(name);
                     }
                 }
                 _ => self.unknown(child, "in `a2a`", A2A),

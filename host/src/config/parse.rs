@@ -248,14 +248,20 @@ impl Walker {
             );
             return None;
         };
-        if !crate::registry::valid_agent_name(name) {
+        self.valid_name(name, entry.span(), what)
+            .then(|| (name.to_string(), entry.span()))
+    }
+
+    /// Whether `name` can name a component (a file stem); reports it when not.
+    pub(super) fn valid_name(&mut self, name: &str, span: SourceSpan, what: &str) -> bool {
+        let valid = crate::registry::valid_agent_name(name);
+        if !valid {
             self.problems.push(
-                Problem::new(entry.span(), format!("`{name}` is not a valid {what} name"))
+                Problem::new(span, format!("`{name}` is not a valid {what} name"))
                     .help("names are file stems: letters, digits, `-`, `_` and `.`"),
             );
-            return None;
         }
-        Some((name.to_string(), entry.span()))
+        valid
     }
 
     pub(super) fn values(&mut self, node: &KdlNode) -> BTreeMap<String, String> {

@@ -25,6 +25,12 @@ use super::{ends_task, store_error};
 use crate::config::Push as Policy;
 use crate::metrics::{Metrics, counter};
 
+/// A config that passed [`Push::check`], with where its URL points.
+pub(crate) struct Checked {
+    pub config: TaskPushNotificationConfig,
+    webhook: guard::Webhook,
+}
+
 /// Webhooks of the tasks that may still change, and how to reach them.
 pub struct Push {
     policy: Arc<Policy>,
@@ -53,7 +59,7 @@ impl Push {
     }
 
     /// Starts the webhooks of an unfinished task found at start.
-    pub fn restore(&self, agent: &str, task_id: &str) {
+    pub(crate) fn restore(&self, agent: &str, task_id: &str) {
         let configs = match self.store.push_configs(agent, task_id) {
             Ok(configs) => configs,
             Err(e) => {
@@ -73,11 +79,14 @@ impl Push {
 
     /// Checks a config a client sent and gives it an id when it has none.
     /// Nothing is kept yet.
-    pub fn check(&self, config: &mut TaskPushNotificationConfig) -> Result<(), A2aError> {
+    pub(crate) fn check(
+        &self,
+        mut config: TaskPushNotificationConfig,
+    ) -> Result<Checked, A2aError> {
         let invalid = |why: String| {
             A2aError::new(A2aErrorKind::InvalidParams).message(format!("Invalid parameters: {why}"))
         };
-        guard::check_url(&config.url, &self.policy.allow).map_err(invalid)?;
+        let webhook = guard::check_url(&config.url, &self.policy.allow).map_err(invalid)?;
         if HeaderValue::from_str(&config.token).is_err() {
             return Err(invalid("`token` must be printable text".into()));
         }
@@ -100,17 +109,18 @@ impl Push {
         if config.id.len() > 128 {
             return Err(invalid("`id` is longer than 128 characters".into()));
         }
-        Ok(())
+        Ok(Checked { config, webhook })
     }
 
     /// Keeps a checked config of `agent`'s task and, while the task may
     /// still change (`live`), starts sending it the task's updates.
-    pub async fn create(
+    pub(crate) async fn create(
         &self,
         agent: &str,
-        config: TaskPushNotificationConfig,
+        checked: Checked,
         live: bool,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
+        let Checked { config, webhook } = checked;
         let existing = self
             .store
             .push_configs(agent, &config.task_id)
@@ -131,15 +141,13 @@ impl Push {
             .await
             .map_err(store_error)?;
         if live {
-            let webhook = guard::check_url(&config.url, &self.policy.allow)
-                .map_err(|why| A2aError::new(A2aErrorKind::InvalidParams).message(why))?;
             self.start(agent, config.clone(), webhook);
         }
         Ok(config)
     }
 
     /// `GetTaskPushNotificationConfig` of a task known to exist.
-    pub fn get(
+    pub(crate) fn get(
         &self,
         agent: &str,
         params: &PushConfigParams,
@@ -162,7 +170,11 @@ impl Push {
 
     /// `ListTaskPushNotificationConfigs` of a task known to exist: every
     /// config on one page (a task has at most `max-configs`).
-    pub fn list(&self, agent: &str, params: &ListPushConfigsParams) -> Result<Value, A2aError> {
+    pub(crate) fn list(
+        &self,
+        agent: &str,
+        params: &ListPushConfigsParams,
+    ) -> Result<Value, A2aError> {
         let configs = self
             .store
             .push_configs(agent, &params.task_id)
@@ -171,7 +183,11 @@ impl Push {
     }
 
     /// `DeleteTaskPushNotificationConfig`: nothing more goes to it.
-    pub async fn delete(&self, agent: &str, params: &PushConfigParams) -> Result<(), A2aError> {
+    pub(crate) async fn delete(
+        &self,
+        agent: &str,
+        params: &PushConfigParams,
+    ) -> Result<(), A2aError> {
         self.store
             .delete_push_config(agent, &params.task_id, &params.id)
             .wait()
@@ -193,10 +209,16 @@ impl Push {
 
     /// Sends `event` of `agent`'s task to its webhooks, without waiting;
     /// the task's webhooks are let go once it finishes.
-    pub fn notify(&self, agent: &str, task_id: &str, event: &StreamResponse) {
+    pub(crate) fn notify(&self, agent: &str, event: &StreamResponse) {
         if self.hooks.is_empty() {
             return;
         }
+        let task_id = match event {
+            StreamResponse::Task(t) => t.id.as_str(),
+            StreamResponse::Message(m) => m.task_id.as_deref().unwrap_or_default(),
+            StreamResponse::StatusUpdate(e) => e.task_id.as_str(),
+            StreamResponse::ArtifactUpdate(e) => e.task_id.as_str(),
+        };
         let key = (agent.to_string(), task_id.to_string());
         let Some(hooks) = self.hooks.get(&key) else {
             return;

@@ -159,30 +159,17 @@ async fn run(
             .and_then(parse_params)
             .and_then(|p| a2a.list(agent, p))
             .map(Answer::Json),
-        Op::Cancel(id) => {
-            let params = TaskIdParams {
-                tenant: String::new(),
-                id: id.clone(),
-                metadata: None,
-            };
-            a2a.cancel(agent, params)
-                .await
-                .map(|t| Answer::Json(value(&t)))
-        }
-        Op::Subscribe(id) => {
-            let params = TaskIdParams {
-                tenant: String::new(),
-                id: id.clone(),
-                metadata: None,
-            };
-            a2a.subscribe(agent, params).map(|reply| match reply {
-                Reply::Stream(events) => Answer::Stream(events),
-                Reply::Task(task) => Answer::Json(value(&task)),
-            })
-        }
+        Op::Cancel(id) => a2a
+            .cancel(agent, task_id(id))
+            .await
+            .map(|t| Answer::Json(value(&t))),
+        Op::Subscribe(id) => a2a.subscribe(agent, task_id(id)).map(|reply| match reply {
+            Reply::Stream(events) => Answer::Stream(events),
+            Reply::Task(task) => Answer::Json(value(&task)),
+        }),
         Op::PushCreate(task) => {
             check_json(req).map_err(|e| (Some(StatusCode::UNSUPPORTED_MEDIA_TYPE), e))?;
-            match body(req).and_then(|b| with_ids(b, task, None)) {
+            match body(req).and_then(|b| with_task_id(b, task)) {
                 Ok(params) => a2a
                     .create_push_config(agent, params)
                     .await
@@ -191,7 +178,7 @@ async fn run(
             }
         }
         Op::PushList(task) => query(req, None)
-            .and_then(|q| with_ids(q, task, None))
+            .and_then(|q| with_task_id(q, task))
             .and_then(|p| a2a.list_push_configs(agent, p))
             .map(Answer::Json),
         Op::PushGet(task, id) => a2a
@@ -207,17 +194,23 @@ async fn run(
     result.map_err(|e| (None, e))
 }
 
-/// `params` (an object) with the task id of the path, and the config id.
-fn with_ids(params: Value, task: &str, id: Option<&str>) -> Result<Value, A2aError> {
+/// The parameters of an operation on the task named in the path.
+fn task_id(id: &str) -> TaskIdParams {
+    TaskIdParams {
+        tenant: String::new(),
+        id: id.to_string(),
+        metadata: None,
+    }
+}
+
+/// `params` (an object) with the task id of the path.
+fn with_task_id(params: Value, task: &str) -> Result<Value, A2aError> {
     let Value::Object(mut map) = params else {
         return Err(A2aError::new(A2aErrorKind::InvalidParams)
             .message("Invalid parameters: the body must be a JSON object"));
     };
     map.remove("task_id");
     map.insert("taskId".into(), Value::String(task.to_string()));
-    if let Some(id) = id {
-        map.insert("id".into(), Value::String(id.to_string()));
-    }
     Ok(Value::Object(map))
 }
 
