@@ -16,6 +16,7 @@ use crate::filter::AuditLog;
 use crate::metrics::Metrics;
 use crate::pipeline::Pipeline;
 use crate::registry::load_dir;
+use crate::reload::{ConfigSource, ReloadHandle, Reloader};
 use crate::runtime::{EngineSettings, Runtime};
 use crate::transport::{self, AppState};
 
@@ -101,6 +102,8 @@ pub struct App {
     pub runtime: Arc<Runtime>,
     pub state: Arc<AppState>,
     listener: TcpListener,
+    reloader: Reloader,
+    reload: ReloadHandle,
 }
 
 impl App {
@@ -144,16 +147,36 @@ impl App {
         {
             tracing::warn!(agent = %name, "the default A2A agent is not loaded or does not serve A2A: /.well-known/agent-card.json answers 404");
         }
+        let state = Arc::new(AppState {
+            pipeline,
+            a2a,
+            a2a_default,
+        });
+        let (reloader, reload) = Reloader::new(
+            runtime.clone(),
+            state.clone(),
+            config.clone(),
+            engine.max_memory,
+        );
         Ok(App {
             config,
             runtime,
-            state: Arc::new(AppState {
-                pipeline,
-                a2a,
-                a2a_default,
-            }),
+            state,
             listener,
+            reloader,
+            reload,
         })
+    }
+
+    /// Reloads the configuration from this file (with these command-line
+    /// overrides) when it changes or on SIGHUP.
+    pub fn reload_config_from(&mut self, source: ConfigSource) {
+        self.reloader.set_source(source);
+    }
+
+    /// Asks for reloads while serving (SIGHUP, tests).
+    pub fn reload_handle(&self) -> ReloadHandle {
+        self.reload.clone()
     }
 
     /// The address actually bound (the port is chosen when `listen` says 0).
@@ -164,11 +187,31 @@ impl App {
     }
 
     /// Serves until `shutdown` resolves and open connections have finished.
+    /// Watches the agents directory and the configuration file while
+    /// serving, unless the configuration says `watch #false`.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
         tracing::info!(addr = %self.local_addr(), "listening");
         let router = transport::router(self.state.clone(), self.config.server.request_timeout);
         let housekeeping = tokio::spawn(housekeeping(self.state.clone()));
+        let watching = match self.config.watch {
+            true => {
+                let file = self.reloader.source().map(|s| s.path.clone());
+                crate::reload::watch(
+                    &self.config.agents_dir,
+                    file.as_deref(),
+                    self.reload.clone(),
+                )
+                .inspect_err(|reason| {
+                    tracing::warn!("hot reload is off: {reason} (SIGHUP still reloads)")
+                })
+                .ok()
+            }
+            false => None,
+        };
+        let reloads = tokio::spawn(self.reloader.run());
         transport::serve(self.listener, router, self.config.server, shutdown).await;
+        drop(watching);
+        reloads.abort();
         housekeeping.abort();
     }
 }

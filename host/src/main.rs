@@ -1,5 +1,6 @@
 //! The `wharf` command line: parses arguments, sets up logging, and runs
-//! `serve`, `check` or `inspect`. No logic of its own.
+//! `serve`, `check`, `inspect`, the key and signature commands and the
+//! guest toolchain. No logic of its own.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use wharf::app::{self, App};
 use wharf::config::Config;
+use wharf::reload::{ConfigSource, Overrides, ReloadHandle};
 use wharf::toolchain::{self, BindingsLang, Lang};
 
 #[derive(Parser)]
@@ -48,6 +50,30 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Write a new Ed25519 key pair: NAME.key (secret) and NAME.pub.
+    Keygen {
+        /// Path and stem of the key files.
+        name: PathBuf,
+    },
+    /// Sign a component (in place, or into --out) with a secret key.
+    Sign {
+        /// The component file.
+        file: PathBuf,
+        /// The secret key (`wharf keygen` wrote it as NAME.key).
+        #[arg(long, short)]
+        key: PathBuf,
+        /// Where to write the signed component (default: replace FILE).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Check a component's signature against one or more public keys.
+    Verify {
+        /// The component file.
+        file: PathBuf,
+        /// A trusted public key (NAME.pub); repeat for several.
+        #[arg(long = "key", short, required = true)]
+        keys: Vec<PathBuf>,
     },
     /// Create a guest project that builds (./build.sh) and serves (wharf serve).
     New {
@@ -108,6 +134,11 @@ fn main() -> ExitCode {
         } => serve(config, agents, listen),
         Command::Check { file } => check(&file),
         Command::Inspect { file, json } => inspect(&file, json),
+        Command::Keygen { name } => {
+            report(wharf::trust::keygen(&name).map(|(secret, public)| vec![secret, public]))
+        }
+        Command::Sign { file, key, out } => sign(&file, &key, out.as_deref()),
+        Command::Verify { file, keys } => verify(&file, &keys),
         Command::New { name, lang, dir } => new_project(&dir, &name, lang),
         Command::Wit { dir } => report(toolchain::write_wit(&dir).map(|path| vec![path])),
         Command::Bindgen { lang, world, out } => report(toolchain::bindgen(lang, &world, &out)),
@@ -119,13 +150,17 @@ fn main() -> ExitCode {
 
 fn serve(config: Option<PathBuf>, agents: Option<PathBuf>, listen: Option<SocketAddr>) -> ExitCode {
     let default_file = Path::new("wharf.kdl");
-    let loaded = match config {
-        Some(path) => Config::load(&path),
-        None if default_file.is_file() => Config::load(default_file),
+    let file = match config {
+        Some(path) => Some(path),
+        None if default_file.is_file() => Some(default_file.to_path_buf()),
         None => {
             tracing::info!("no wharf.kdl here: using the embedded default configuration");
-            Ok(Config::embedded())
+            None
         }
+    };
+    let loaded = match &file {
+        Some(path) => Config::load(path),
+        None => Ok(Config::embedded()),
     };
     let mut config = match loaded {
         Ok(config) => config,
@@ -134,12 +169,11 @@ fn serve(config: Option<PathBuf>, agents: Option<PathBuf>, listen: Option<Socket
             return ExitCode::FAILURE;
         }
     };
-    if let Some(dir) = agents {
-        config.agents_dir = dir;
-    }
-    if let Some(addr) = listen {
-        config.listen = addr;
-    }
+    let overrides = Overrides {
+        agents_dir: agents,
+        listen,
+    };
+    overrides.apply(&mut config);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -153,7 +187,11 @@ fn serve(config: Option<PathBuf>, agents: Option<PathBuf>, listen: Option<Socket
     runtime.block_on(async {
         let engine = app::engine_settings(&config);
         match App::start(config, engine).await {
-            Ok(app) => {
+            Ok(mut app) => {
+                if let Some(path) = file {
+                    app.reload_config_from(ConfigSource { path, overrides });
+                }
+                reload_on_hangup(app.reload_handle());
                 app.serve(app::shutdown_signal()).await;
                 ExitCode::SUCCESS
             }
@@ -163,6 +201,64 @@ fn serve(config: Option<PathBuf>, agents: Option<PathBuf>, listen: Option<Socket
             }
         }
     })
+}
+
+/// SIGHUP reloads the configuration file (and rescans the agents).
+fn reload_on_hangup(handle: ReloadHandle) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::hangup()) {
+            Ok(mut hangups) => {
+                tokio::spawn(async move {
+                    while hangups.recv().await.is_some() {
+                        tracing::info!("SIGHUP: reloading the configuration");
+                        handle.config();
+                    }
+                });
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "SIGHUP does not reload: cannot listen for it")
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = handle;
+}
+
+fn sign(file: &Path, key: &Path, out: Option<&Path>) -> ExitCode {
+    let out = out.unwrap_or(file);
+    match wharf::trust::sign(file, key, out) {
+        Ok(id) => {
+            println!("{}: signed by {id}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn verify(file: &Path, keys: &[PathBuf]) -> ExitCode {
+    let trusted: Result<Vec<_>, String> = keys
+        .iter()
+        .map(|k| wharf::trust::TrustedKey::read(k).map_err(|e| format!("`{}`: {e}", k.display())))
+        .collect();
+    let result = trusted.and_then(|trusted| {
+        let bytes = std::fs::read(file).map_err(|e| format!("cannot read it: {e}"))?;
+        wharf::trust::verify(&bytes, &trusted).map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(id) => {
+            println!("{}: good signature by {id}", file.display());
+            ExitCode::SUCCESS
+        }
+        Err(reason) => {
+            eprintln!("error: `{}`: {reason}", file.display());
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn check(file: &Path) -> ExitCode {

@@ -89,10 +89,12 @@ struct Stages {
 }
 
 impl Stages {
-    fn build(snapshot: &Snapshot, metrics: &Metrics) -> Stages {
+    /// The stages for `snapshot`, keeping from `previous` the routes of
+    /// every agent and filter whose loaded entry did not change.
+    fn rebuild(snapshot: &Snapshot, metrics: &Metrics, previous: &Stages) -> Stages {
         Stages {
-            routes: Arc::new(Routes::build(snapshot, metrics)),
-            chains: Chains::build(snapshot, metrics),
+            routes: Arc::new(Routes::rebuild(snapshot, metrics, &previous.routes)),
+            chains: Chains::rebuild(snapshot, metrics, &previous.chains),
         }
     }
 }
@@ -107,7 +109,11 @@ pub struct Pipeline {
 
 impl Pipeline {
     pub fn new(snapshot: Snapshot, metrics: Metrics, audit: AuditLog) -> Self {
-        let stages = Stages::build(&snapshot, &metrics);
+        let empty = Stages {
+            routes: Arc::default(),
+            chains: Chains::default(),
+        };
+        let stages = Stages::rebuild(&snapshot, &metrics, &empty);
         Pipeline {
             registry: Registry::new(snapshot),
             stages: ArcSwap::from_pointee(stages),
@@ -146,9 +152,11 @@ impl Pipeline {
     }
 
     /// Publishes a newly loaded snapshot with its routes and chains.
-    /// Requests in flight finish on the stages they started with.
+    /// Requests in flight finish on the stages they started with; agents
+    /// and filters whose entries did not change keep their routes. Calls
+    /// to `publish` must not race (the reloader makes them one at a time).
     pub fn publish(&self, snapshot: Snapshot) {
-        let stages = Stages::build(&snapshot, &self.metrics);
+        let stages = Stages::rebuild(&snapshot, &self.metrics, &self.stages.load());
         self.registry.publish(snapshot);
         self.stages.store(Arc::new(stages));
     }

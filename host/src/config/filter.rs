@@ -27,6 +27,7 @@ pub(super) const FILTER: &[&str] = &[
     "config",
     "files",
     "preinit",
+    "digest",
 ];
 
 /// What happens when a filter fails (traps, runs past its deadline or its
@@ -87,6 +88,8 @@ pub struct FilterPolicy {
     /// every instance from its snapshot (default); `preinit #false` loads
     /// the component as it is.
     pub preinit: bool,
+    /// `digest "sha256:…"`: the only contents the component may have.
+    pub digest: Option<String>,
 }
 
 impl Default for FilterPolicy {
@@ -105,6 +108,7 @@ impl Default for FilterPolicy {
             values: Arc::default(),
             files: None,
             preinit: true,
+            digest: None,
         }
     }
 }
@@ -142,6 +146,7 @@ impl Walker {
                 "config" => policy.values = Arc::new(self.values(child)),
                 "files" => policy.files = self.string(child).map(|(dir, _)| dir.into()),
                 "preinit" => set(&mut policy.preinit, self.boolean(child)),
+                "digest" => policy.digest = self.digest(child),
                 _ => self.unknown(child, &format!("in `filter \"{name}\"`"), FILTER),
             }
         }

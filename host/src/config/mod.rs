@@ -12,6 +12,7 @@ mod parse;
 mod policy;
 mod push;
 mod tasks;
+mod trust;
 mod units;
 
 use std::collections::BTreeMap;
@@ -58,6 +59,11 @@ pub struct Config {
     pub push: Option<Push>,
     /// Host-wide A2A settings (the host's own agent card).
     pub a2a: A2aSettings,
+    /// Which keys sign the components served, and whether they must.
+    pub trust: crate::trust::Trust,
+    /// Watch the agents directory and the configuration file, and reload
+    /// what changes while serving (`watch #false`: only on SIGHUP).
+    pub watch: bool,
 }
 
 /// The compiled-artifact cache setting (`cache "dir"` or `cache #false`).
@@ -145,6 +151,8 @@ impl Default for Config {
             tasks: Tasks::default(),
             push: None,
             a2a: A2aSettings::default(),
+            trust: crate::trust::Trust::default(),
+            watch: true,
         }
     }
 }
@@ -153,7 +161,7 @@ impl Config {
     /// Parses KDL text. `name` is used in diagnostics; relative paths are
     /// resolved against `base_dir`.
     pub fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, ConfigError> {
-        let mut config = parse::parse(name, text)?;
+        let mut config = parse::parse(name, text, base_dir)?;
         if config.agents_dir.is_relative() {
             config.agents_dir = base_dir.join(&config.agents_dir);
         }

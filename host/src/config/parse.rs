@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::SourceSpan;
 
 use super::diag::{ConfigError, Problem};
+use super::trust::TrustBlock;
 use super::units::{parse_duration, parse_size};
 use super::{Cache, Config, Limits, Policy, Server};
 
@@ -32,6 +34,8 @@ const TOP: &[&str] = &[
     "tasks",
     "push",
     "a2a",
+    "trust",
+    "watch",
 ];
 const LIMITS: &[&str] = &[
     "memory",
@@ -64,9 +68,10 @@ const AGENT: &[&str] = &[
     "rate-limit",
     "filters",
     "filter-config",
+    "digest",
 ];
 
-pub(super) fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
+pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, ConfigError> {
     let doc = match KdlDocument::parse(text) {
         Ok(doc) => doc,
         Err(err) => {
@@ -87,7 +92,10 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
         }
     };
     let mut walker = Walker::default();
-    let config = walker.document(&doc);
+    let mut config = walker.document(&doc);
+    let (trust, problems) = std::mem::take(&mut walker.trust).resolve(base_dir);
+    config.trust = trust;
+    walker.problems.extend(problems);
     if walker.problems.is_empty() {
         Ok(config)
     } else {
@@ -98,6 +106,8 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
 #[derive(Default)]
 pub(super) struct Walker {
     pub(super) problems: Vec<Problem>,
+    /// The `trust` block, resolved once the walk is done.
+    trust: TrustBlock,
 }
 
 impl Walker {
@@ -125,6 +135,12 @@ impl Walker {
                 "tasks" => self.tasks(node, &mut config.tasks),
                 "push" => config.push = self.push(node),
                 "a2a" => self.a2a(node, &mut config.a2a),
+                "watch" => set(&mut config.watch, self.boolean(node)),
+                "trust" => {
+                    let mut block = std::mem::take(&mut self.trust);
+                    self.trust(node, &mut block);
+                    self.trust = block;
+                }
                 "filters" => set(&mut defaults.filters, self.chain(node)),
                 "limits" => {
                     for child in self.block(node) {
@@ -204,6 +220,8 @@ impl Walker {
                 policy.values = Arc::new(self.values(child));
             } else if child.name().value() == "filters" {
                 set(&mut policy.filters, self.chain(child));
+            } else if child.name().value() == "digest" {
+                policy.digest = self.digest(child);
             } else if child.name().value() == "card" {
                 self.card(child, &mut policy.card);
             } else if child.name().value() == "filter-config" {
@@ -541,7 +559,7 @@ mod tests {
             ("agent \"a\" {{ {} 1 }}", AGENT),
         ];
         let accepted = |text: &str| {
-            if let Err(err) = parse("t.kdl", text) {
+            if let Err(err) = parse("t.kdl", text, Path::new("/")) {
                 let problems = err.plain();
                 assert!(!problems.contains("unknown node"), "{text}: {problems}");
             }

@@ -161,4 +161,6 @@ pub struct Policy {
     pub filter_values: BTreeMap<String, Arc<BTreeMap<String, String>>>,
     /// What its A2A agent card says beyond `describe()`.
     pub card: super::CardSettings,
+    /// `digest "sha256:…"`: the only contents the component may have.
+    pub digest: Option<String>,
 }

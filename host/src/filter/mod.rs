@@ -58,6 +58,7 @@ impl FilterRoute {
 /// none here.
 #[derive(Default)]
 pub struct Chains {
+    filters: BTreeMap<String, Arc<FilterRoute>>,
     by_agent: BTreeMap<String, Arc<[Arc<FilterRoute>]>>,
 }
 
@@ -65,14 +66,21 @@ impl Chains {
     /// Builds one route per loaded filter and each agent's chain from its
     /// policy. The loader refused agents whose chain names a missing filter.
     pub fn build(snapshot: &Snapshot, metrics: &Metrics) -> Chains {
+        Chains::rebuild(snapshot, metrics, &Chains::default())
+    }
+
+    /// As [`Chains::build`], keeping the route (pool, health, breaker) of
+    /// every filter whose entry `previous` already served.
+    pub fn rebuild(snapshot: &Snapshot, metrics: &Metrics, previous: &Chains) -> Chains {
         let filters: BTreeMap<String, Arc<FilterRoute>> = snapshot
             .filters
             .iter()
             .map(|(name, entry)| {
-                (
-                    name.clone(),
-                    Arc::new(FilterRoute::new(entry.clone(), metrics)),
-                )
+                let route = match previous.filters.get(name) {
+                    Some(route) if Arc::ptr_eq(&route.entry, entry) => route.clone(),
+                    _ => Arc::new(FilterRoute::new(entry.clone(), metrics)),
+                };
+                (name.clone(), route)
             })
             .collect();
         let by_agent = snapshot
@@ -89,7 +97,7 @@ impl Chains {
                 (name.clone(), chain)
             })
             .collect();
-        Chains { by_agent }
+        Chains { filters, by_agent }
     }
 
     /// The chain requests to `agent` pass; empty when it has none.

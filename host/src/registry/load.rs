@@ -1,6 +1,8 @@
 //! Loading a directory of components: regular files only, each checked
-//! (name, size, kind, compile, imports, world, `describe()`), refused with
-//! one clear reason without stopping the others.
+//! (name, size, kind, digest pin, signature, compile, imports, world,
+//! `describe()`), refused with one clear reason without stopping the
+//! others. A reload reuses what has not changed and keeps the previous
+//! version of a component whose new file is refused.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -9,17 +11,18 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-
-use super::{AgentEntry, CardInfo, FilterEntry, Origin, Snapshot, valid_agent_name};
-use crate::config::{Config, FilterPolicy, format_size};
-use crate::runtime::{CacheOutcome, FilterPres, GuestIdentity, Prepared, Runtime, wants_preinit};
+use super::entry::{Loaded, load_one};
+use super::{Snapshot, Stamp, valid_agent_name};
+use crate::config::{Config, format_size};
+use crate::runtime::Runtime;
 
 /// A file the loader did not load, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     pub path: PathBuf,
     pub reason: String,
+    /// The file's metadata when it was refused (none: not a candidate).
+    pub stamp: Option<Stamp>,
 }
 
 impl fmt::Display for Refusal {
@@ -31,6 +34,24 @@ impl fmt::Display for Refusal {
 /// Scans `dir` and loads every component in it. Refusals are logged (one
 /// line each) and kept in the snapshot; an unreadable directory is an error.
 pub fn load_dir(runtime: &Runtime, config: &Config, dir: &Path) -> std::io::Result<Snapshot> {
+    reload_dir(runtime, config, dir, &Snapshot::default())
+}
+
+/// Scans `dir` again after `previous` was loaded from it:
+/// - a file whose metadata and configuration are unchanged keeps its
+///   loaded entry (the same `Arc`, so its route, pool and pins stay), or
+///   its refusal (logged once, not loaded again);
+/// - a changed or new file is loaded again; when that fails, or the file
+///   changes while it loads, the previous version (if any) keeps serving;
+/// - an unchanged file refused now (its configuration changed: a new pin,
+///   new trusted keys) is not served;
+/// - a file that is gone is gone.
+pub fn reload_dir(
+    runtime: &Runtime,
+    config: &Config,
+    dir: &Path,
+    previous: &Snapshot,
+) -> std::io::Result<Snapshot> {
     let root = dir.canonicalize().map_err(|e| {
         std::io::Error::new(
             e.kind(),
@@ -42,45 +63,200 @@ pub fn load_dir(runtime: &Runtime, config: &Config, dir: &Path) -> std::io::Resu
         .collect();
     paths.sort();
 
-    let mut snapshot = Snapshot::default();
-    let mut by_name: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    let mut scan = Scan {
+        runtime,
+        config,
+        root,
+        previous,
+        same_config: previous.config.as_deref() == Some(config),
+        snapshot: Snapshot {
+            config: Some(Arc::new(config.clone())),
+            ..Snapshot::default()
+        },
+    };
+    let mut by_name: BTreeMap<String, Vec<(PathBuf, Stamp)>> = BTreeMap::new();
     for path in &paths {
-        match candidate(&root, path, config.server.component_size) {
-            Ok(Some(name)) => by_name.entry(name).or_default().push(path.clone()),
+        match candidate(&scan.root, path, config.server.component_size) {
+            Ok(Some((name, stamp))) => by_name.entry(name).or_default().push((path.clone(), stamp)),
             Ok(None) => {}
-            Err(reason) => refuse(&mut snapshot, path, reason),
+            Err(reason) => scan.refuse(path, None, reason),
         }
     }
-    for (name, paths) in by_name {
-        if paths.len() > 1 {
-            let list: Vec<String> = paths.iter().map(|p| format!("`{}`", p.display())).collect();
-            for path in &paths {
+    for (name, files) in by_name {
+        if files.len() > 1 {
+            let list: Vec<String> = files
+                .iter()
+                .map(|(p, _)| format!("`{}`", p.display()))
+                .collect();
+            for (path, stamp) in &files {
                 let reason = format!("agent name `{name}` is used by {}", list.join(" and "));
-                refuse(&mut snapshot, path, reason);
+                scan.refuse(path, Some(*stamp), reason);
             }
+            scan.keep_previous(&name, true);
             continue;
         }
-        let path = &paths[0];
-        if let Err(reason) = load_one(runtime, config, &name, path, &mut snapshot) {
-            refuse(&mut snapshot, path, reason);
+        let (path, stamp) = &files[0];
+        if !scan.reuse(&name, path, *stamp) {
+            scan.load(name, path, *stamp);
         }
     }
-    check_chains(&mut snapshot);
-    Ok(snapshot)
+    scan.check_chains();
+    Ok(scan.snapshot)
 }
 
-fn refuse(snapshot: &mut Snapshot, path: &Path, reason: String) {
-    let refusal = Refusal {
-        path: path.to_path_buf(),
-        reason,
-    };
-    tracing::warn!("{refusal}");
-    snapshot.refused.push(refusal);
+/// One scan of the agents directory against the previous snapshot.
+struct Scan<'a> {
+    runtime: &'a Runtime,
+    config: &'a Config,
+    root: PathBuf,
+    previous: &'a Snapshot,
+    /// The previous snapshot was loaded with this same configuration.
+    same_config: bool,
+    snapshot: Snapshot,
 }
 
-/// Decides whether a directory entry is a component to load, and its name.
-/// `Ok(None)` skips the entry silently (directories).
-fn candidate(root: &Path, path: &Path, max_size: u64) -> Result<Option<String>, String> {
+impl Scan<'_> {
+    /// Takes what the previous snapshot made of `name` when nothing about
+    /// it changed: the same file with the same metadata, the same
+    /// configuration.
+    fn reuse(&mut self, name: &str, path: &Path, stamp: Stamp) -> bool {
+        let same = |origin: &super::Origin| origin.path == path && origin.stamp == stamp;
+        if let Some(entry) = self.previous.agents.get(name)
+            && same(&entry.origin)
+            && entry.policy == self.config.policy_for(name)
+        {
+            self.snapshot.agents.insert(name.to_string(), entry.clone());
+            return true;
+        }
+        if let Some(entry) = self.previous.filters.get(name)
+            && same(&entry.origin)
+            && entry.policy == self.config.filter_policy(name)
+        {
+            self.snapshot
+                .filters
+                .insert(name.to_string(), entry.clone());
+            return true;
+        }
+        let refused = self
+            .previous
+            .refused
+            .iter()
+            .find(|r| self.same_config && r.path == path && r.stamp == Some(stamp));
+        if let Some(refusal) = refused {
+            self.snapshot.refused.push(refusal.clone());
+            // A version kept serving when this file was refused stays.
+            self.keep_previous(name, false);
+            return true;
+        }
+        false
+    }
+
+    /// Loads `name` from `path`; on failure, keeps its previous version
+    /// when the file changed since that version was loaded.
+    fn load(&mut self, name: String, path: &Path, stamp: Stamp) {
+        let max = self.config.server.component_size;
+        let result = load_one(self.runtime, self.config, &name, path, stamp).and_then(|loaded| {
+            match candidate(&self.root, path, max) {
+                Ok(Some((_, now))) if now == stamp => Ok(loaded),
+                _ => Err("it changed while it was being loaded; it is loaded again once it stops changing".into()),
+            }
+        });
+        match result {
+            Ok(Loaded::Agent(entry)) => {
+                self.snapshot.agents.insert(name, entry);
+            }
+            Ok(Loaded::Filter(entry)) => {
+                self.snapshot.filters.insert(name, entry);
+            }
+            Err(reason) => {
+                self.refuse(path, Some(stamp), reason);
+                let changed = self
+                    .previous
+                    .origin(&name)
+                    .is_some_and(|o| o.path != path || o.stamp != stamp);
+                if changed {
+                    self.keep_previous(&name, true);
+                }
+            }
+        }
+    }
+
+    /// Keeps serving the previous version of `name`, whose new file was
+    /// refused (saying so in the log when `log`).
+    fn keep_previous(&mut self, name: &str, log: bool) {
+        let previous = self.previous;
+        let kept = match (previous.agents.get(name), previous.filters.get(name)) {
+            (Some(agent), _) => {
+                self.snapshot.agents.insert(name.to_string(), agent.clone());
+                &agent.origin
+            }
+            (None, Some(filter)) => {
+                self.snapshot
+                    .filters
+                    .insert(name.to_string(), filter.clone());
+                &filter.origin
+            }
+            (None, None) => return,
+        };
+        if log {
+            tracing::warn!(name, digest = %kept.digest, "the previous version keeps serving");
+        }
+    }
+
+    /// Refuses agents whose filter chain names a filter that did not load:
+    /// a request must never reach an agent around a filter it was meant to pass.
+    fn check_chains(&mut self) {
+        let snapshot = &self.snapshot;
+        let missing: Vec<(String, String)> = snapshot
+            .agents
+            .iter()
+            .filter_map(|(name, entry)| {
+                let absent: Vec<&str> = entry
+                    .policy
+                    .filters
+                    .iter()
+                    .filter(|f| !snapshot.filters.contains_key(*f))
+                    .map(String::as_str)
+                    .collect();
+                (!absent.is_empty()).then(|| (name.clone(), absent.join("`, `")))
+            })
+            .collect();
+        for (name, absent) in missing {
+            let entry = self.snapshot.agents.remove(&name).expect("listed above");
+            let reason = format!(
+                "agent `{name}` is not served: its filter chain names `{absent}`, which did not load \
+             (put the filter components in the agents directory, or give the agent `filters #false`)"
+            );
+            // No stamp: the refusal is about the chain, not the file, and is
+            // looked at again on every scan.
+            self.refuse(&entry.origin.path, None, reason);
+        }
+    }
+
+    /// Records a refusal; logs it unless the previous scan logged the same.
+    fn refuse(&mut self, path: &Path, stamp: Option<Stamp>, reason: String) {
+        let refusal = Refusal {
+            path: path.to_path_buf(),
+            reason,
+            stamp,
+        };
+        if !self.previous.refused.contains(&refusal) {
+            tracing::warn!("{refusal}");
+        }
+        self.snapshot.refused.push(refusal);
+    }
+}
+
+/// Decides whether a directory entry is a component to load: its name and
+/// metadata. `Ok(None)` skips the entry silently (directories, and hidden
+/// files such as the temporary files editors and `wharf sign` write).
+fn candidate(root: &Path, path: &Path, max_size: u64) -> Result<Option<(String, Stamp)>, String> {
+    let hidden = path
+        .file_name()
+        .is_some_and(|n| n.as_encoded_bytes().starts_with(b"."));
+    if hidden {
+        return Ok(None);
+    }
     let meta = fs::symlink_metadata(path).map_err(|e| format!("cannot stat: {e}"))?;
     let meta = if meta.file_type().is_symlink() {
         let target = path
@@ -121,7 +297,7 @@ fn candidate(root: &Path, path: &Path, max_size: u64) -> Result<Option<String>, 
             format_size(max_size)
         ));
     }
-    Ok(Some(stem.to_string()))
+    Ok(Some((stem.to_string(), Stamp::of(&meta))))
 }
 
 /// Reads at most `max` bytes; a file that grew past it is refused.
@@ -150,176 +326,4 @@ pub(crate) fn check_component(bytes: &[u8]) -> Result<(), String> {
     } else {
         Err("not a WebAssembly file".into())
     }
-}
-
-pub(crate) fn digest(bytes: &[u8]) -> String {
-    format_digest(&Sha256::digest(bytes).into())
-}
-
-fn format_digest(sha256: &[u8; 32]) -> String {
-    format!("sha256:{}", hex::encode(sha256))
-}
-
-fn outcome_str(outcome: CacheOutcome) -> &'static str {
-    match outcome {
-        CacheOutcome::Hit => "cached",
-        _ => "now",
-    }
-}
-
-/// Refuses agents whose filter chain names a filter that did not load:
-/// a request must never reach an agent around a filter it was meant to pass.
-fn check_chains(snapshot: &mut Snapshot) {
-    let missing: Vec<(String, String)> = snapshot
-        .agents
-        .iter()
-        .filter_map(|(name, entry)| {
-            let absent: Vec<&str> = entry
-                .policy
-                .filters
-                .iter()
-                .filter(|f| !snapshot.filters.contains_key(*f))
-                .map(String::as_str)
-                .collect();
-            (!absent.is_empty()).then(|| (name.clone(), absent.join("`, `")))
-        })
-        .collect();
-    for (name, absent) in missing {
-        let entry = snapshot.agents.remove(&name).expect("listed above");
-        let reason = format!(
-            "agent `{name}` is not served: its filter chain names `{absent}`, which did not load \
-             (put the filter components in the agents directory, or give the agent `filters #false`)"
-        );
-        refuse(snapshot, &entry.origin.path, reason);
-    }
-}
-
-/// The filter in `bytes` after its `preinit` ran, snapshotted, compiled
-/// and type-checked again.
-fn preinitialized(
-    runtime: &Runtime,
-    bytes: &[u8],
-    sha256: &[u8; 32],
-    identity: GuestIdentity,
-    policy: &FilterPolicy,
-) -> Result<FilterPres, String> {
-    let (component, _) = runtime.preinitialize(bytes, sha256, identity, &policy.limits)?;
-    match runtime.prepare(&component)? {
-        Prepared::Filter(pres) => Ok(pres),
-        Prepared::Agent(_) => Err("its pre-initialized snapshot is no longer a filter".into()),
-    }
-}
-
-/// A filter's identity: its name, config and files.
-fn filter_identity(name: &str, policy: &FilterPolicy) -> GuestIdentity {
-    GuestIdentity {
-        name: name.to_string(),
-        values: policy.values.clone(),
-        files: policy.files.clone(),
-    }
-}
-
-fn load_one(
-    runtime: &Runtime,
-    config: &Config,
-    name: &str,
-    path: &Path,
-    snapshot: &mut Snapshot,
-) -> Result<(), String> {
-    let bytes = read_capped(path, config.server.component_size)?;
-    check_component(&bytes)?;
-    let started = std::time::Instant::now();
-    // Hashed once: the digest shown for the agent is the cache's key too.
-    let sha256: [u8; 32] = Sha256::digest(&bytes).into();
-    let (component, outcome) = runtime
-        .compile_hashed(&bytes, &sha256)
-        .map_err(|e| format!("failed to compile: {e}"))?;
-    let prepared = runtime.prepare(&component)?;
-    let origin = Origin {
-        name: name.to_string(),
-        path: path.to_path_buf(),
-        digest: format_digest(&sha256),
-        size: bytes.len() as u64,
-        world: prepared.world().as_str(),
-    };
-    match prepared {
-        Prepared::Filter(pres) => {
-            let policy = config.filter_policy(name);
-            if let Some(dir) = &policy.files
-                && !dir.is_dir()
-            {
-                return Err(format!(
-                    "its `files` directory `{}` is not a directory",
-                    dir.display()
-                ));
-            }
-            let identity = filter_identity(name, &policy);
-            let (pres, preinit_ms) = if policy.preinit && wants_preinit(&component) {
-                let began = std::time::Instant::now();
-                let pres = preinitialized(runtime, &bytes, &sha256, identity.clone(), &policy)?;
-                (pres, Some(began.elapsed().as_millis() as u64))
-            } else {
-                (pres, None)
-            };
-            let image = runtime.filter_image(pres, identity, policy.limits);
-            let phases = image
-                .instantiate()
-                .and_then(|mut live| live.phases())
-                .map_err(|e| format!("phases() failed: {e}"))?;
-            if phases.is_empty() {
-                return Err("the filter registers for no phase".into());
-            }
-            tracing::info!(
-                filter = name,
-                digest = %origin.digest,
-                phases = ?phases.names(),
-                compiled = outcome_str(outcome),
-                preinit_ms,
-                load_ms = started.elapsed().as_millis() as u64,
-                "loaded filter from `{}`",
-                path.display()
-            );
-            let entry = FilterEntry {
-                origin,
-                image,
-                phases,
-                policy,
-            };
-            snapshot.filters.insert(name.to_string(), Arc::new(entry));
-        }
-        Prepared::Agent(pre) => {
-            let mut origin = origin;
-            let policy = config.policy_for(name);
-            let identity = GuestIdentity {
-                name: name.to_string(),
-                values: policy.values.clone(),
-                files: None,
-            };
-            let image = runtime.agent_image(pre, identity, policy.limits);
-            let card = image
-                .instantiate()
-                .and_then(|mut live| live.describe())
-                .map_err(|e| format!("describe() failed: {e}"))?;
-            if image.serves_a2a() {
-                origin.world = "a2a-agent";
-            }
-            tracing::info!(
-                agent = name,
-                world = origin.world,
-                digest = %origin.digest,
-                compiled = outcome_str(outcome),
-                load_ms = started.elapsed().as_millis() as u64,
-                "loaded agent from `{}`",
-                path.display()
-            );
-            let entry = AgentEntry {
-                origin,
-                card: CardInfo::from(card),
-                image,
-                policy,
-            };
-            snapshot.agents.insert(name.to_string(), Arc::new(entry));
-        }
-    }
-    Ok(())
 }

@@ -1,7 +1,9 @@
 //! Registry: the set of loaded agents as one immutable [`Snapshot`] behind
 //! an [`ArcSwap`], so readers never lock and a reload can publish a whole
-//! new set at once. Loading itself lives in [`load`].
+//! new set at once. Scanning a directory lives in [`load`], loading one
+//! file in [`entry`].
 
+mod entry;
 mod load;
 
 use std::collections::BTreeMap;
@@ -11,10 +13,11 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use serde::Serialize;
 
-pub use load::{Refusal, load_dir};
-pub(crate) use load::{check_component, digest, read_capped};
+pub(crate) use entry::digest;
+pub use load::{Refusal, load_dir, reload_dir};
+pub(crate) use load::{check_component, read_capped};
 
-use crate::config::{FilterPolicy, Policy};
+use crate::config::{Config, FilterPolicy, Policy};
 use crate::filter::verdict::Phases;
 use crate::runtime::{AgentImage, Card, FilterImage};
 
@@ -41,6 +44,56 @@ pub struct Origin {
     pub digest: String,
     pub size: u64,
     pub world: &'static str,
+    /// When this version was loaded (RFC 3339, UTC).
+    pub loaded: String,
+    /// The id of the trusted key that signed it, when one did.
+    pub signed_by: Option<String>,
+    /// The file's metadata when it was read: a reload reuses the entry
+    /// while it is unchanged.
+    #[serde(skip)]
+    pub stamp: Stamp,
+}
+
+/// What a file's metadata says about its contents without reading them:
+/// size, modification and change times, inode. Writing in place or
+/// renaming another file into place changes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stamp {
+    len: u64,
+    modified_ns: i128,
+    changed_ns: i128,
+    inode: u64,
+}
+
+impl Stamp {
+    pub fn of(meta: &std::fs::Metadata) -> Stamp {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Stamp {
+                len: meta.len(),
+                modified_ns: i128::from(meta.mtime()) * 1_000_000_000
+                    + i128::from(meta.mtime_nsec()),
+                changed_ns: i128::from(meta.ctime()) * 1_000_000_000
+                    + i128::from(meta.ctime_nsec()),
+                inode: meta.ino(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let modified_ns = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i128);
+            Stamp {
+                len: meta.len(),
+                modified_ns,
+                changed_ns: 0,
+                inode: 0,
+            }
+        }
+    }
 }
 
 /// What `describe()` said, in a form that serializes.
@@ -106,11 +159,21 @@ pub struct Snapshot {
     pub filters: BTreeMap<String, Arc<FilterEntry>>,
     /// Files that were not loaded, with the reason.
     pub refused: Vec<Refusal>,
+    /// The configuration this snapshot was loaded with.
+    pub config: Option<Arc<Config>>,
 }
 
 impl Snapshot {
     pub fn agent(&self, name: &str) -> Option<&Arc<AgentEntry>> {
         self.agents.get(name)
+    }
+
+    /// Where the agent or filter called `name` came from.
+    pub fn origin(&self, name: &str) -> Option<&Origin> {
+        match self.agents.get(name) {
+            Some(agent) => Some(&agent.origin),
+            None => self.filters.get(name).map(|f| &f.origin),
+        }
     }
 }
 

@@ -9,6 +9,9 @@ use dashmap::DashMap;
 
 use super::clock::now_ms;
 
+/// The instance id no instance has (pools number theirs from 1).
+const NO_INSTANCE: u64 = 0;
+
 /// How many pins an eviction looks at to pick the least recently used.
 const EVICTION_SAMPLE: usize = 16;
 
@@ -90,6 +93,25 @@ impl AffinityTable {
         evicted
     }
 
+    /// Takes the sessions pinned in `old` (another version's table) as
+    /// pins to no instance: their next lookup is a hit that finds no
+    /// instance, so they are re-pinned and counted as such.
+    pub fn carry_over(&self, old: &AffinityTable) {
+        for pin in old.pins.iter() {
+            if self.pins.len() >= self.capacity {
+                break;
+            }
+            let seen = pin.last_seen_ms.load(Ordering::Relaxed);
+            self.pins.insert(
+                pin.key().clone(),
+                Pin {
+                    instance: NO_INSTANCE,
+                    last_seen_ms: AtomicU64::new(seen),
+                },
+            );
+        }
+    }
+
     /// Forgets `key`'s pin.
     pub fn unpin(&self, key: &str) {
         self.pins.remove(key);
@@ -140,6 +162,22 @@ impl AffinityTable {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn carried_over_pins_hit_no_instance() {
+        let old = AffinityTable::new(Duration::from_secs(60), 10);
+        old.pin("a", 3);
+        old.pin("b", 4);
+        let new = AffinityTable::new(Duration::from_secs(60), 1);
+        new.carry_over(&old);
+        assert_eq!(new.len(), 1, "the new table's capacity holds");
+        let key = if new.lookup("a") == Lookup::Miss {
+            "b"
+        } else {
+            "a"
+        };
+        assert_eq!(new.lookup(key), Lookup::Hit(NO_INSTANCE));
+    }
 
     #[test]
     fn pins_hit_and_miss() {

@@ -77,14 +77,32 @@ pub struct Routes {
 
 impl Routes {
     pub fn build(snapshot: &Snapshot, metrics: &Metrics) -> Routes {
+        Routes::rebuild(snapshot, metrics, &Routes::default())
+    }
+
+    /// The routes for `snapshot`, after `previous`: an agent whose entry
+    /// is the same keeps its route whole (pool, health, breaker, pins); a
+    /// replaced agent gets a new route whose pin table remembers the old
+    /// sessions, so each is re-pinned (and counted) on its next request.
+    pub fn rebuild(snapshot: &Snapshot, metrics: &Metrics, previous: &Routes) -> Routes {
         let agents = snapshot
             .agents
             .iter()
             .map(|(name, entry)| {
-                (
-                    name.clone(),
-                    Arc::new(AgentRoute::new(entry.clone(), metrics)),
-                )
+                let old = previous.agents.get(name);
+                let route = match old {
+                    Some(route) if Arc::ptr_eq(&route.core.entry, entry) => route.clone(),
+                    _ => {
+                        let route = AgentRoute::new(entry.clone(), metrics);
+                        if let (Some(new), Some(old)) =
+                            (&route.core.pins, old.and_then(|r| r.core.pins.as_ref()))
+                        {
+                            new.carry_over(old);
+                        }
+                        Arc::new(route)
+                    }
+                };
+                (name.clone(), route)
             })
             .collect();
         Routes { agents }

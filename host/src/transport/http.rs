@@ -104,6 +104,8 @@ async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Value> {
             "world": entry.origin.world,
             "digest": entry.origin.digest,
             "size": entry.origin.size,
+            "loaded": entry.origin.loaded,
+            "signed_by": entry.origin.signed_by,
             "card": entry.card,
             "health": health_summary(route),
             "filters": state.pipeline.chain_names(&entry.origin.name),
@@ -115,6 +117,8 @@ async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Value> {
             "world": f.origin.world,
             "digest": f.origin.digest,
             "size": f.origin.size,
+            "loaded": f.origin.loaded,
+            "signed_by": f.origin.signed_by,
             "card": Value::Null,
             "phases": f.phases.names(),
             "mode": match f.policy.mode {

@@ -1,5 +1,6 @@
-//! The `wharf` binary: `check`, `inspect`, and `serve --agents --listen`
-//! serving exactly the components in a directory.
+//! The `wharf` binary: `check`, `inspect`, `keygen`/`sign`/`verify`,
+//! `serve --agents --listen` serving exactly the components in a
+//! directory, and SIGHUP reloading a running `serve`.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -161,6 +162,144 @@ async fn serve_with_agents_and_listen_serves_exactly_that_directory() {
     let audit = audit.expect("an audit line on stderr");
     assert_eq!(audit["verdicts"][0]["filter"], "waf");
     assert_eq!(audit["status"], 403);
+}
+
+#[test]
+fn keygen_sign_and_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| wharf().current_dir(dir.path()).args(args).output().unwrap();
+    assert!(run(&["keygen", "release"]).status.success());
+    assert!(run(&["keygen", "other"]).status.success());
+    let again = run(&["keygen", "release"]);
+    assert!(!again.status.success(), "an existing key was overwritten");
+    std::fs::copy(guest("echo"), dir.path().join("echo.wasm")).unwrap();
+    let unsigned = run(&["verify", "echo.wasm", "--key", "release.pub"]);
+    assert!(!unsigned.status.success());
+    assert!(String::from_utf8_lossy(&unsigned.stderr).contains("not signed"));
+
+    let signed = run(&["sign", "echo.wasm", "--key", "release.key"]);
+    assert!(
+        signed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&signed.stderr)
+    );
+    let good = run(&[
+        "verify",
+        "echo.wasm",
+        "--key",
+        "other.pub",
+        "--key",
+        "release.pub",
+    ]);
+    assert!(
+        good.status.success(),
+        "{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
+    assert!(String::from_utf8_lossy(&good.stdout).contains("good signature by ed25519:"));
+    let wrong = run(&["verify", "echo.wasm", "--key", "other.pub"]);
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("bad signature"));
+    // The signed component still inspects as an agent.
+    let inspect = run(&["inspect", "echo.wasm"]);
+    assert!(
+        inspect.status.success(),
+        "{}",
+        String::from_utf8_lossy(&inspect.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_reloads_the_configuration_and_the_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("agents")).unwrap();
+    std::fs::copy(guest("hello"), dir.path().join("agents/hello.wasm")).unwrap();
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let write_config = |greeting: &str| {
+        let text = format!(
+            "listen \"127.0.0.1:{port}\"\nagents \"agents\"\nwatch #false\ncache {:?}\ntasks {{ path \"tasks.db\" }}\nagent \"hello\" {{ config {{ greeting {greeting:?} }} }}\n",
+            test_cache_dir().display().to_string()
+        );
+        std::fs::write(dir.path().join("wharf.kdl"), text).unwrap();
+    };
+    write_config("Ahoy");
+    let child = wharf()
+        .current_dir(dir.path())
+        .args(["serve", "-c", "wharf.kdl"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let _guard = KillOnDrop(child);
+    let base = format!("http://127.0.0.1:{port}");
+    let hello = |base: String| async move { post(&format!("{base}/agents/hello"), "Ann").await };
+    let mut ready = false;
+    for _ in 0..600 {
+        let probe = client().get(format!("{base}/healthz").parse().unwrap());
+        if let Ok(Ok(resp)) = tokio::time::timeout(Duration::from_secs(1), probe).await
+            && resp.status() == 200
+        {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ready, "wharf serve did not become ready");
+    assert_eq!(hello(base.clone()).await.text(), "Ahoy, Ann!\n");
+
+    // With `watch #false`, changes wait for SIGHUP.
+    write_config("Hi");
+    std::fs::copy(guest("echo"), dir.path().join("agents/echo.wasm")).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hello(base.clone()).await.text(), "Ahoy, Ann!\n");
+    let hup = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+    assert!(hup.success());
+    let mut reloaded = false;
+    for _ in 0..600 {
+        if hello(base.clone()).await.text() == "Hi, Ann!\n" {
+            reloaded = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(reloaded, "SIGHUP did not reload the configuration");
+    assert_eq!(post(&format!("{base}/agents/echo"), "e").await.text(), "e");
+
+    // A configuration with errors: every problem logged, nothing changed.
+    std::fs::write(
+        dir.path().join("wharf.kdl"),
+        "listen 8080\nlimits { deadline \"soon\" }\n",
+    )
+    .unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut logged = String::new();
+    for _ in 0..600 {
+        logged = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+        if logged.contains("the configuration was not reloaded") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        logged.contains("the configuration was not reloaded"),
+        "{logged}"
+    );
+    assert!(
+        logged.contains("wharf.kdl:1:8"),
+        "each problem is logged with its place: {logged}"
+    );
+    assert!(logged.contains("wharf.kdl:2:19"), "{logged}");
+    assert_eq!(hello(base.clone()).await.text(), "Hi, Ann!\n");
 }
 
 /// Kills the server even when an assertion fails.

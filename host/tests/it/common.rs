@@ -119,7 +119,22 @@ pub struct Server {
 impl Server {
     /// Starts `config`; a configuration that names no task store gets one
     /// of its own in a temporary directory.
-    pub async fn start(mut config: Config) -> Server {
+    pub async fn start(config: Config) -> Server {
+        Server::launch(config, None).await
+    }
+
+    /// Starts from a configuration file, which the server reloads when it
+    /// changes (the file names its own task store, cache and port 0).
+    pub async fn start_file(path: &Path) -> Server {
+        let config = Config::load(path).unwrap_or_else(|e| panic!("{}", e.plain()));
+        let source = wharf::reload::ConfigSource {
+            path: path.to_path_buf(),
+            overrides: Default::default(),
+        };
+        Server::launch(config, Some(source)).await
+    }
+
+    async fn launch(mut config: Config, source: Option<wharf::reload::ConfigSource>) -> Server {
         let tasks = config.tasks.path.is_none().then(|| {
             let dir = tempfile::tempdir().unwrap();
             config.tasks.path = Some(dir.path().join("tasks.db"));
@@ -129,7 +144,10 @@ impl Server {
             max_memory: wharf::app::engine_settings(&config).max_memory,
             ..test_engine()
         };
-        let app = App::start(config, engine).await.expect("server starts");
+        let mut app = App::start(config, engine).await.expect("server starts");
+        if let Some(source) = source {
+            app.reload_config_from(source);
+        }
         let base = format!("http://{}", app.local_addr());
         let state = app.state.clone();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -244,4 +262,12 @@ pub async fn post(url: &str, body: impl Into<Bytes>) -> Reply {
 
 pub async fn get(url: &str) -> Reply {
     send(&client(), Method::GET, url, &[], Bytes::new()).await
+}
+
+/// The value of one sample on `/metrics` (0 when absent).
+pub async fn metric(server: &Server, sample: &str) -> f64 {
+    let text = get(&server.url("/metrics")).await.text();
+    text.lines()
+        .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
 }

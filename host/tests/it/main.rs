@@ -15,6 +15,7 @@ mod headers;
 mod http;
 mod lang;
 mod registry;
+mod reload;
 mod routing;
 mod runtime;
 mod scaffold;

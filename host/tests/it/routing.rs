@@ -21,13 +21,6 @@ async fn session(server: &Server, agent: &str, id: &str, body: &str) -> Reply {
 }
 
 /// The value of one sample line in the `/metrics` text, or 0 when absent.
-async fn metric(server: &Server, sample: &str) -> f64 {
-    let text = get(&server.url("/metrics")).await.text();
-    text.lines()
-        .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
-}
-
 const WARM_COUNTER: &str = r#"
 agent "counter" {
     retries 0

@@ -1,0 +1,94 @@
+//! Watching the agents directory and the configuration file (`notify`,
+//! debounced): a path that has been quiet for [`QUIET`] becomes a reload
+//! trigger. Files still being written produce no trigger until they stop.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
+use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, Debouncer, new_debouncer};
+
+use super::ReloadHandle;
+
+/// How long a path must go without events before it is looked at.
+pub const QUIET: Duration = Duration::from_millis(100);
+
+/// Watches until dropped.
+pub struct Watch {
+    _debouncer: Debouncer<RecommendedWatcher>,
+}
+
+/// Starts watching `agents_dir` (not its subdirectories) and, when given,
+/// the configuration file (through its directory, so that an editor's
+/// rename into place is seen).
+pub fn watch(
+    agents_dir: &Path,
+    config_file: Option<&Path>,
+    handle: ReloadHandle,
+) -> Result<Watch, String> {
+    let agents = agents_dir
+        .canonicalize()
+        .map_err(|e| format!("agents directory `{}`: {e}", agents_dir.display()))?;
+    let config = match config_file {
+        Some(file) => Some(canonical_file(file)?),
+        None => None,
+    };
+    let (agents_in, config_in) = (agents.clone(), config.clone());
+    let mut debouncer = new_debouncer(QUIET, move |events: DebounceEventResult| match events {
+        Ok(events) => {
+            let settled = events
+                .iter()
+                .filter(|e| e.kind == DebouncedEventKind::Any)
+                .map(|e| e.path.as_path());
+            let (mut files, mut config) = (false, false);
+            for path in settled {
+                config |= config_in.as_deref() == Some(path);
+                files |= path.parent() == Some(agents_in.as_path()) && !hidden(path);
+            }
+            if config {
+                handle.config();
+            } else if files {
+                handle.files();
+            }
+        }
+        Err(err) => tracing::warn!(error = %err, "watching for changes failed"),
+    })
+    .map_err(|e| format!("cannot watch for changes: {e}"))?;
+    let watcher = debouncer.watcher();
+    watcher
+        .watch(&agents, RecursiveMode::NonRecursive)
+        .map_err(|e| format!("cannot watch `{}`: {e}", agents.display()))?;
+    if let Some(dir) = config.as_deref().and_then(Path::parent)
+        && dir != agents
+    {
+        watcher
+            .watch(dir, RecursiveMode::NonRecursive)
+            .map_err(|e| format!("cannot watch `{}`: {e}", dir.display()))?;
+    }
+    tracing::info!(dir = %agents.display(), config = ?config, "watching for changes");
+    Ok(Watch {
+        _debouncer: debouncer,
+    })
+}
+
+/// The file's absolute path, with its directory's symlinks resolved (the
+/// file itself may be replaced, so it is not resolved).
+fn canonical_file(file: &Path) -> Result<PathBuf, String> {
+    let name = file
+        .file_name()
+        .ok_or_else(|| format!("`{}` is not a file", file.display()))?;
+    let dir = match file.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => dir.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("`{}`: {e}", dir.display()))?;
+    Ok(dir.join(name))
+}
+
+/// Editors' and `wharf sign`'s temporary files.
+fn hidden(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.as_encoded_bytes().starts_with(b"."))
+}
