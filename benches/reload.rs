@@ -64,12 +64,12 @@ async fn status(client: &HttpClient, url: &str) -> u16 {
     }
 }
 
-/// Polls `url` every millisecond until it answers `want`.
+/// Polls `url` every 10 ms until it answers `want`.
 async fn until(client: &HttpClient, url: &str, want: u16) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while status(client, url).await != want {
         assert!(Instant::now() < deadline, "{url} never answered {want}");
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

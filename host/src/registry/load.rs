@@ -79,7 +79,9 @@ pub fn reload_dir(
         match candidate(&scan.root, path, config.server.component_size) {
             Ok(Some((name, stamp))) => by_name.entry(name).or_default().push((path.clone(), stamp)),
             Ok(None) => {}
-            Err(reason) => scan.refuse(path, None, reason),
+            Err(reason) => {
+                scan.refuse(path, None, reason);
+            }
         }
     }
     for (name, files) in by_name {
@@ -88,11 +90,12 @@ pub fn reload_dir(
                 .iter()
                 .map(|(p, _)| format!("`{}`", p.display()))
                 .collect();
+            let mut new = false;
             for (path, stamp) in &files {
                 let reason = format!("agent name `{name}` is used by {}", list.join(" and "));
-                scan.refuse(path, Some(*stamp), reason);
+                new |= scan.refuse(path, Some(*stamp), reason);
             }
-            scan.keep_previous(&name, true);
+            scan.keep_previous(&name, new);
             continue;
         }
         let (path, stamp) = &files[0];
@@ -169,13 +172,13 @@ impl Scan<'_> {
                 self.snapshot.filters.insert(name, entry);
             }
             Err(reason) => {
-                self.refuse(path, Some(stamp), reason);
+                let new = self.refuse(path, Some(stamp), reason);
                 let changed = self
                     .previous
                     .origin(&name)
                     .is_some_and(|o| o.path != path || o.stamp != stamp);
                 if changed {
-                    self.keep_previous(&name, true);
+                    self.keep_previous(&name, new);
                 }
             }
         }
@@ -234,16 +237,19 @@ impl Scan<'_> {
     }
 
     /// Records a refusal; logs it unless the previous scan logged the same.
-    fn refuse(&mut self, path: &Path, stamp: Option<Stamp>, reason: String) {
+    /// Returns whether it was logged.
+    fn refuse(&mut self, path: &Path, stamp: Option<Stamp>, reason: String) -> bool {
         let refusal = Refusal {
             path: path.to_path_buf(),
             reason,
             stamp,
         };
-        if !self.previous.refused.contains(&refusal) {
+        let new = !self.previous.refused.contains(&refusal);
+        if new {
             tracing::warn!("{refusal}");
         }
         self.snapshot.refused.push(refusal);
+        new
     }
 }
 

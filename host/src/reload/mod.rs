@@ -1,6 +1,7 @@
 //! Hot reload: one task that takes triggers (a settled file in the agents
 //! directory, a changed configuration file, SIGHUP), loads a new snapshot
-//! off the request path and publishes it through the pipeline. Reloads run
+//! off the request path (on a thread of its own at a low scheduling
+//! priority) and publishes it through the pipeline. Reloads run
 //! one at a time; triggers that arrive during one are merged into the next.
 //! Watching lives in [`watch`], the configuration's rules in [`config`].
 
@@ -185,17 +186,27 @@ impl Reloader {
         let config = config.unwrap_or_else(|| self.config.clone());
         let previous = self.state.pipeline.registry().snapshot();
         let (runtime, cfg, prev) = (self.runtime.clone(), config.clone(), previous.clone());
-        let scanned =
-            tokio::task::spawn_blocking(move || reload_dir(&runtime, &cfg, &cfg.agents_dir, &prev))
-                .await;
-        let snapshot = match scanned {
+        let (done, scanned) = tokio::sync::oneshot::channel();
+        // Its own thread at a low priority, as the compile pool's: a
+        // reload yields to requests.
+        let spawned = std::thread::Builder::new()
+            .name("wharf-reload".into())
+            .spawn(move || {
+                crate::runtime::background_priority();
+                let _ = done.send(reload_dir(&runtime, &cfg, &cfg.agents_dir, &prev));
+            });
+        if let Err(err) = spawned {
+            tracing::error!(error = %err, "reload failed: no thread to run it; the running set stays");
+            return;
+        }
+        let snapshot = match scanned.await {
             Ok(Ok(snapshot)) => snapshot,
             Ok(Err(err)) => {
                 tracing::error!(error = %err, "reload failed: cannot read the agents directory; the running set stays");
                 return;
             }
-            Err(err) => {
-                tracing::error!(error = %err, "reload failed; the running set stays");
+            Err(_) => {
+                tracing::error!("reload failed: the loader stopped; the running set stays");
                 return;
             }
         };

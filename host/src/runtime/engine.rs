@@ -115,6 +115,38 @@ fn pool(settings: &EngineSettings) -> PoolingAllocationConfig {
 }
 
 /// Starts the one ticker thread for `engine`; it stops when the engine is dropped.
+/// The priority of compile and reload threads, on the `thread-priority`
+/// crate's 0–99 scale, which it maps onto niceness 19 … -20: 22 is
+/// niceness 10. Under CFS a nice-10 thread gets about a tenth of a core
+/// that nice-0 request threads also want, so a reload under full load
+/// still progresses, and it takes whatever CPU requests leave idle.
+const COMPILE_PRIORITY: u8 = 22;
+
+/// Runs compilation in the background: wasmtime compiles on rayon's global
+/// pool, whose threads this sets to [`COMPILE_PRIORITY`], so a component
+/// compiling while Wharf serves (a reload) yields to requests. Once per
+/// process; the first call wins.
+pub fn compile_in_background() {
+    let built = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("wharf-compile-{i}"))
+        .start_handler(|_| background_priority())
+        .build_global();
+    if built.is_err() {
+        tracing::debug!("the compile thread pool was already built");
+    }
+}
+
+/// Lowers the calling thread's scheduling priority to [`COMPILE_PRIORITY`];
+/// failure is logged and harmless.
+pub fn background_priority() {
+    use thread_priority::{ThreadPriority, ThreadPriorityValue};
+    let priority = ThreadPriorityValue::try_from(COMPILE_PRIORITY)
+        .map_or(ThreadPriority::Min, ThreadPriority::Crossplatform);
+    if let Err(err) = thread_priority::set_current_thread_priority(priority) {
+        tracing::debug!(error = ?err, "cannot lower a background thread's priority");
+    }
+}
+
 pub fn start_ticker(engine: &Engine) {
     let weak = engine.weak();
     let spawned = thread::Builder::new()

@@ -22,7 +22,7 @@ pub use bindings::{Card, Health, Skill};
 pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
 pub use call::{AgentImage, CallError, Live};
 pub use convert::{decode_headers, encode_headers};
-pub use engine::{Allocation, EPOCH_TICK, EngineSettings};
+pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
 pub use filter::{FilterImage, FilterLive};
 pub use preinit::wants_preinit;
 pub use state::{GuestIdentity, GuestState};
@@ -91,6 +91,7 @@ impl Runtime {
     /// Builds the engine (pooling when it can), starts the epoch ticker and
     /// links the host imports and WASI.
     pub fn new(settings: &EngineSettings) -> wasmtime::Result<Runtime> {
+        engine::compile_in_background();
         let (engine, allocation) = engine::build(settings)?;
         engine::start_ticker(&engine);
         let mut linker = Linker::new(&engine);

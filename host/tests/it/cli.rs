@@ -113,18 +113,7 @@ async fn serve_with_agents_and_listen_serves_exactly_that_directory() {
         .unwrap();
     let _guard = KillOnDrop(child);
     let base = format!("http://127.0.0.1:{port}");
-    let mut ready = false;
-    for _ in 0..600 {
-        let probe = client().get(format!("{base}/healthz").parse().unwrap());
-        if let Ok(Ok(resp)) = tokio::time::timeout(Duration::from_secs(1), probe).await
-            && resp.status() == 200
-        {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(ready, "wharf serve did not become ready");
+    wait_ready(&base).await;
     let list = get(&format!("{base}/agents")).await.json();
     let names: Vec<&str> = list
         .as_array()
@@ -237,18 +226,7 @@ async fn sighup_reloads_the_configuration_and_the_agents() {
     let _guard = KillOnDrop(child);
     let base = format!("http://127.0.0.1:{port}");
     let hello = |base: String| async move { post(&format!("{base}/agents/hello"), "Ann").await };
-    let mut ready = false;
-    for _ in 0..600 {
-        let probe = client().get(format!("{base}/healthz").parse().unwrap());
-        if let Ok(Ok(resp)) = tokio::time::timeout(Duration::from_secs(1), probe).await
-            && resp.status() == 200
-        {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(ready, "wharf serve did not become ready");
+    wait_ready(&base).await;
     assert_eq!(hello(base.clone()).await.text(), "Ahoy, Ann!\n");
 
     // With `watch #false`, changes wait for SIGHUP.
@@ -300,6 +278,20 @@ async fn sighup_reloads_the_configuration_and_the_agents() {
     );
     assert!(logged.contains("wharf.kdl:2:19"), "{logged}");
     assert_eq!(hello(base.clone()).await.text(), "Hi, Ann!\n");
+}
+
+/// Waits (up to a minute) for a `wharf serve` at `base` to answer `/healthz`.
+async fn wait_ready(base: &str) {
+    for _ in 0..600 {
+        let probe = client().get(format!("{base}/healthz").parse().unwrap());
+        if let Ok(Ok(resp)) = tokio::time::timeout(Duration::from_secs(1), probe).await
+            && resp.status() == 200
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("wharf serve did not become ready");
 }
 
 /// Kills the server even when an assertion fails.
