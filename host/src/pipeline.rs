@@ -83,6 +83,7 @@ impl Terminal for Dispatch {
 }
 
 /// Routes and filter chains for one snapshot, swapped together.
+#[derive(Default)]
 struct Stages {
     routes: Arc<Routes>,
     chains: Chains,
@@ -109,11 +110,7 @@ pub struct Pipeline {
 
 impl Pipeline {
     pub fn new(snapshot: Snapshot, metrics: Metrics, audit: AuditLog) -> Self {
-        let empty = Stages {
-            routes: Arc::default(),
-            chains: Chains::default(),
-        };
-        let stages = Stages::rebuild(&snapshot, &metrics, &empty);
+        let stages = Stages::rebuild(&snapshot, &metrics, &Stages::default());
         Pipeline {
             registry: Registry::new(snapshot),
             stages: ArcSwap::from_pointee(stages),

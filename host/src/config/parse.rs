@@ -107,7 +107,7 @@ pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, C
 pub(super) struct Walker {
     pub(super) problems: Vec<Problem>,
     /// The `trust` block, resolved once the walk is done.
-    trust: TrustBlock,
+    pub(super) trust: TrustBlock,
 }
 
 impl Walker {
@@ -136,11 +136,7 @@ impl Walker {
                 "push" => config.push = self.push(node),
                 "a2a" => self.a2a(node, &mut config.a2a),
                 "watch" => set(&mut config.watch, self.boolean(node)),
-                "trust" => {
-                    let mut block = std::mem::take(&mut self.trust);
-                    self.trust(node, &mut block);
-                    self.trust = block;
-                }
+                "trust" => self.trust(node),
                 "filters" => set(&mut defaults.filters, self.chain(node)),
                 "limits" => {
                     for child in self.block(node) {

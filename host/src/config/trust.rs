@@ -73,16 +73,17 @@ impl TrustBlock {
 }
 
 impl Walker {
-    pub(super) fn trust(&mut self, node: &KdlNode, block: &mut TrustBlock) {
-        block.span = Some(node.name().span());
+    /// Records the `trust` block; its keys are read by [`TrustBlock::resolve`].
+    pub(super) fn trust(&mut self, node: &KdlNode) {
+        self.trust.span = Some(node.name().span());
         for child in self.block(node) {
             match child.name().value() {
                 "key" => {
                     if let Some((path, span)) = self.string(child) {
-                        block.keys.push((path.into(), span));
+                        self.trust.keys.push((path.into(), span));
                     }
                 }
-                "require-signature" => block.require_signature = self.boolean(child),
+                "require-signature" => self.trust.require_signature = self.boolean(child),
                 _ => self.unknown(child, "in `trust`", TRUST),
             }
         }

@@ -64,13 +64,9 @@ pub struct Chains {
 
 impl Chains {
     /// Builds one route per loaded filter and each agent's chain from its
-    /// policy. The loader refused agents whose chain names a missing filter.
-    pub fn build(snapshot: &Snapshot, metrics: &Metrics) -> Chains {
-        Chains::rebuild(snapshot, metrics, &Chains::default())
-    }
-
-    /// As [`Chains::build`], keeping the route (pool, health, breaker) of
-    /// every filter whose entry `previous` already served.
+    /// policy, keeping the route (pool, health, breaker) of every filter
+    /// whose entry `previous` already served. The loader refused agents
+    /// whose chain names a missing filter.
     pub fn rebuild(snapshot: &Snapshot, metrics: &Metrics, previous: &Chains) -> Chains {
         let filters: BTreeMap<String, Arc<FilterRoute>> = snapshot
             .filters

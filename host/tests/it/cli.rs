@@ -236,15 +236,10 @@ async fn sighup_reloads_the_configuration_and_the_agents() {
     assert_eq!(hello(base.clone()).await.text(), "Ahoy, Ann!\n");
     let hup = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
     assert!(hup.success());
-    let mut reloaded = false;
-    for _ in 0..600 {
-        if hello(base.clone()).await.text() == "Hi, Ann!\n" {
-            reloaded = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(reloaded, "SIGHUP did not reload the configuration");
+    wait_until("SIGHUP reloading the configuration", || async {
+        hello(base.clone()).await.text() == "Hi, Ann!\n"
+    })
+    .await;
     assert_eq!(post(&format!("{base}/agents/echo"), "e").await.text(), "e");
 
     // A configuration with errors: every problem logged, nothing changed.
@@ -260,18 +255,13 @@ async fn sighup_reloads_the_configuration_and_the_agents() {
             .unwrap()
             .success()
     );
-    let mut logged = String::new();
-    for _ in 0..600 {
-        logged = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
-        if logged.contains("the configuration was not reloaded") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        logged.contains("the configuration was not reloaded"),
-        "{logged}"
-    );
+    let stderr = dir.path().join("stderr");
+    let log = || std::fs::read_to_string(&stderr).unwrap();
+    wait_until("the bad configuration refused in the log", || async {
+        log().contains("the configuration was not reloaded")
+    })
+    .await;
+    let logged = log();
     assert!(
         logged.contains("wharf.kdl:1:8"),
         "each problem is logged with its place: {logged}"

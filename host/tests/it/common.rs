@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
@@ -270,4 +270,17 @@ pub async fn metric(server: &Server, sample: &str) -> f64 {
     text.lines()
         .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or(0.0)
+}
+
+/// Polls `check` every 20 ms until it holds; panics after a minute.
+pub async fn wait_until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !check().await {
+        assert!(Instant::now() < deadline, "gave up waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -26,19 +26,6 @@ pub fn versioned(n: u32) -> Vec<u8> {
     bytes
 }
 
-/// Polls `check` every 20 ms until it holds; panics after a minute.
-async fn wait_until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !check().await {
-        assert!(Instant::now() < deadline, "gave up waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// What `GET /agents` says `name`'s digest is.
 async fn digest_of(server: &Server, name: &str) -> Option<String> {
     let list = get(&server.url("/agents")).await.json();
