@@ -84,6 +84,23 @@ build_js() { # NAME [WORLD]
         --disable http --disable fetch-event -o "$out/$name-js.wasm" >/dev/null)
 }
 
+# wasi:http/proxy components (guests/wasi-http/wit, nothing of Wharf's):
+# NAME-py.wasm and NAME-js.wasm; the Rust one is in the cargo workspace.
+http_wit="$root/guests/wasi-http/wit"
+build_http_py() { # NAME
+    local name="$1"
+    stale "$out/$name-py.wasm" "$root/guests/python/$name" "$http_wit" || return 0
+    "$root/target/toolchains/python/bin/componentize-py" -d "$http_wit" -w http-guest \
+        componentize app -p "$root/guests/python/$name" -o "$out/$name-py.wasm" >/dev/null
+}
+
+build_http_js() { # NAME
+    local name="$1" js="$root/guests/js"
+    stale "$out/$name-js.wasm" "$js/$name" "$http_wit" || return 0
+    (cd "$js" && "$root/target/toolchains/js/node_modules/.bin/componentize-js" "$name/app.js" \
+        --wit "$http_wit" --world-name http-guest -o "$out/$name-js.wasm" >/dev/null)
+}
+
 for name in echo classify; do
     build_c "$name"
     build_go "$name"
@@ -102,4 +119,6 @@ build_py scribe a2a-agent
 build_js scribe a2a-agent
 build_go scribe a2a-agent
 build_c scribe a2a-agent
+build_http_py http_echo
+build_http_js http_echo
 echo "$root/target/guests/wasm32-wasip2/release"

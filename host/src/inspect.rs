@@ -50,6 +50,10 @@ pub fn inspect(path: &Path) -> Result<Report, String> {
         }
         Ok(Prepared::Agent(_)) => (Some("agent"), "fits the agent world".to_string()),
         Ok(Prepared::Filter(_)) => (Some("filter"), "fits the filter world".to_string()),
+        Ok(Prepared::Http(_)) => (
+            Some("wasi-http"),
+            "fits wasi:http/proxy (a standard HTTP component, served like an agent)".to_string(),
+        ),
         Err(reason) => (None, reason),
     };
     Ok(Report {

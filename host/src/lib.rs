@@ -6,6 +6,7 @@
 pub mod a2a;
 pub mod app;
 pub mod config;
+pub mod egress;
 pub mod filter;
 pub mod inspect;
 pub mod metrics;

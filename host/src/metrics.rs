@@ -73,6 +73,23 @@ impl Metrics {
     }
 
     /// Handles for one agent, registered now.
+    /// `wharf_outbound_requests_total{agent,outcome}`: a component's
+    /// outbound HTTP requests, allowed, denied or failed.
+    pub fn outbound(&self, agent: &str) -> crate::runtime::OutboundCounters {
+        let labels = |outcome: &'static str| {
+            vec![
+                Label::new("agent", agent.to_string()),
+                Label::new("outcome", outcome),
+            ]
+        };
+        let r = &self.recorder;
+        crate::runtime::OutboundCounters {
+            allowed: counter(r, "wharf_outbound_requests_total", labels("allowed")),
+            denied: counter(r, "wharf_outbound_requests_total", labels("denied")),
+            failed: counter(r, "wharf_outbound_requests_total", labels("failed")),
+        }
+    }
+
     pub fn agent(&self, agent: &str) -> AgentMetrics {
         let r = &self.recorder;
         let base = vec![Label::new("agent", agent.to_string())];

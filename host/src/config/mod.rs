@@ -8,6 +8,7 @@ mod blocks;
 mod card;
 mod diag;
 mod filter;
+mod outbound;
 mod parse;
 mod policy;
 mod push;
@@ -24,6 +25,7 @@ pub use a2a::A2aSettings;
 pub use card::CardSettings;
 pub use diag::{ConfigError, Problem};
 pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLimit};
+pub use outbound::Outbound;
 pub use policy::{
     Affinity, AffinitySource, Breaker, Health, Instances, Limits, Mode, Policy, RateKey, RateLimit,
 };

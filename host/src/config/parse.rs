@@ -69,6 +69,7 @@ const AGENT: &[&str] = &[
     "filters",
     "filter-config",
     "digest",
+    "outbound",
 ];
 
 pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, ConfigError> {
@@ -220,6 +221,8 @@ impl Walker {
                 policy.digest = self.digest(child);
             } else if child.name().value() == "card" {
                 self.card(child, &mut policy.card);
+            } else if child.name().value() == "outbound" {
+                policy.outbound = self.outbound(child).map(Arc::new);
             } else if child.name().value() == "filter-config" {
                 if let Some((filter, _)) = self.guest_name(child, "filter-config") {
                     let values = Arc::new(self.values(child));

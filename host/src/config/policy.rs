@@ -163,4 +163,6 @@ pub struct Policy {
     pub card: super::CardSettings,
     /// `digest "sha256:…"`: the only contents the component may have.
     pub digest: Option<String>,
+    /// `outbound { … }`: the HTTP requests it may make; none when absent.
+    pub outbound: Option<std::sync::Arc<super::Outbound>>,
 }

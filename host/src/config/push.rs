@@ -142,7 +142,7 @@ impl Walker {
         Some(push)
     }
 
-    fn allow(&mut self, node: &KdlNode, into: &mut Vec<Target>) {
+    pub(super) fn allow(&mut self, node: &KdlNode, into: &mut Vec<Target>) {
         if node.entries().is_empty() {
             self.problems.push(Problem::new(
                 node.name().span(),

@@ -60,7 +60,9 @@ fn preinitialized(
     let (component, _) = runtime.preinitialize(bytes, sha256, identity, &policy.limits)?;
     match runtime.prepare(&component)? {
         Prepared::Filter(pres) => Ok(pres),
-        Prepared::Agent(_) => Err("its pre-initialized snapshot is no longer a filter".into()),
+        Prepared::Agent(_) | Prepared::Http(_) => {
+            Err("its pre-initialized snapshot is no longer a filter".into())
+        }
     }
 }
 
@@ -70,6 +72,20 @@ fn filter_identity(name: &str, policy: &FilterPolicy) -> GuestIdentity {
         name: name.to_string(),
         values: policy.values.clone(),
         files: policy.files.clone(),
+        outbound: Default::default(),
+    }
+}
+
+/// An agent's identity: its name, config values and outbound access.
+fn agent_identity(name: &str, policy: &crate::config::Policy) -> GuestIdentity {
+    GuestIdentity {
+        name: name.to_string(),
+        values: policy.values.clone(),
+        files: None,
+        outbound: crate::runtime::OutboundAccess {
+            policy: policy.outbound.clone(),
+            counters: Default::default(),
+        },
     }
 }
 
@@ -152,12 +168,7 @@ pub(super) fn load_one(
         }
         Prepared::Agent(pre) => {
             let policy = config.policy_for(name);
-            let identity = GuestIdentity {
-                name: name.to_string(),
-                values: policy.values.clone(),
-                files: None,
-            };
-            let image = runtime.agent_image(pre, identity, policy.limits);
+            let image = runtime.agent_image(pre, agent_identity(name, &policy), policy.limits);
             let card = image
                 .instantiate()
                 .and_then(|mut live| live.describe())
@@ -165,23 +176,41 @@ pub(super) fn load_one(
             if image.serves_a2a() {
                 origin.world = "a2a-agent";
             }
-            tracing::info!(
-                agent = name,
-                world = origin.world,
-                digest = %origin.digest,
-                signed_by = origin.signed_by,
-                compiled = outcome_str(outcome),
-                load_ms = started.elapsed().as_millis() as u64,
-                "loaded agent from `{}`",
-                path.display()
-            );
-            Loaded::Agent(Arc::new(AgentEntry {
+            let entry = AgentEntry {
                 origin,
                 card: CardInfo::from(card),
                 image,
                 policy,
-            }))
+            };
+            loaded_agent(entry, outcome, started)
+        }
+        Prepared::Http(pre) => {
+            let policy = config.policy_for(name);
+            let image = runtime.http_image(pre, agent_identity(name, &policy), policy.limits);
+            let entry = AgentEntry {
+                origin,
+                card: CardInfo::for_http(name),
+                image,
+                policy,
+            };
+            loaded_agent(entry, outcome, started)
         }
     };
     Ok(loaded)
+}
+
+/// Logs a loaded agent.
+fn loaded_agent(entry: AgentEntry, outcome: CacheOutcome, started: std::time::Instant) -> Loaded {
+    let origin = &entry.origin;
+    tracing::info!(
+        agent = origin.name,
+        world = origin.world,
+        digest = %origin.digest,
+        signed_by = origin.signed_by,
+        compiled = outcome_str(outcome),
+        load_ms = started.elapsed().as_millis() as u64,
+        "loaded agent from `{}`",
+        origin.path.display()
+    );
+    Loaded::Agent(Arc::new(entry))
 }

@@ -113,6 +113,18 @@ pub struct SkillInfo {
     pub tags: Vec<String>,
 }
 
+impl CardInfo {
+    /// What a `wasi:http` component, which has no `describe`, is shown as.
+    pub fn for_http(name: &str) -> CardInfo {
+        CardInfo {
+            name: name.to_string(),
+            version: String::new(),
+            description: "a wasi:http/proxy component".into(),
+            skills: Vec::new(),
+        }
+    }
+}
+
 impl From<Card> for CardInfo {
     fn from(card: Card) -> Self {
         CardInfo {

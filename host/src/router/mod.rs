@@ -125,6 +125,7 @@ impl AgentRoute {
         if policy.affinity.is_some() && !warm {
             tracing::warn!(agent = %name, "affinity is configured but the agent runs fresh instances: pins have no effect");
         }
+        let _ = entry.image.outbound_counters().set(metrics.outbound(&name));
         let core = Arc::new(AgentCore {
             metrics: metrics.agent(&name),
             health: HealthCell::new(policy.health.unhealthy_after),

@@ -61,6 +61,7 @@ pub use generated::filter::wharf::plugin::filtering::{
     Phases as GuestPhases, Verdict as GuestVerdict,
 };
 pub use generated::filter::{Filter, FilterPre};
+pub use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
 
 use wasmtime::component::{HasSelf, Linker};
 

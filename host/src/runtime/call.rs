@@ -9,7 +9,7 @@ use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use super::bindings::{
     A2aAgent, A2aAgentIndices, Agent, AgentIndices, AgentPre, Card, GuestError, GuestResponse,
-    Health,
+    Health, Proxy, ProxyPre,
 };
 use super::convert::{guest_request, response_from_guest};
 use super::state::{GuestIdentity, GuestState};
@@ -54,18 +54,36 @@ impl From<GuestError> for CallError {
     }
 }
 
-/// A compiled, type-checked agent ready to be instantiated.
+/// A compiled, type-checked agent ready to be instantiated: a Wharf agent
+/// or a `wasi:http/proxy` component served like one.
 pub struct AgentImage {
     engine: Engine,
-    pre: AgentPre<GuestState>,
-    pre_async: AgentPre<GuestState>,
+    kind: Kind,
     identity: Arc<GuestIdentity>,
     limits: Limits,
-    /// For an agent that serves A2A: where its exports are, so that one
-    /// instantiation yields both the agent's and `on-message`.
-    a2a: Option<(AgentIndices, A2aAgentIndices)>,
-    /// Whether it imports `streaming`: only then may its answers stream.
-    streams: bool,
+}
+
+/// What the component exports. One per loaded agent: the variants' sizes
+/// do not matter.
+#[allow(clippy::large_enum_variant)]
+enum Kind {
+    Agent {
+        pre: AgentPre<GuestState>,
+        pre_async: AgentPre<GuestState>,
+        /// For an agent that serves A2A: where its exports are, so that
+        /// one instantiation yields both the agent's and `on-message`.
+        a2a: Option<(AgentIndices, A2aAgentIndices)>,
+        /// Whether it imports `streaming`: only then may its answers stream.
+        streams: bool,
+    },
+    /// `wasi:http/incoming-handler`: instantiated on the request path only.
+    Http(ProxyPre<GuestState>),
+}
+
+/// The exports of a live agent instance.
+pub enum Exports {
+    Agent(Agent),
+    Http(Proxy),
 }
 
 impl AgentImage {
@@ -84,25 +102,51 @@ impl AgentImage {
             .component_type()
             .imports(&engine)
             .any(|(name, _)| name.starts_with("wharf:plugin/streaming"));
-        AgentImage {
-            engine,
+        let kind = Kind::Agent {
             pre,
             pre_async,
-            identity: Arc::new(identity),
-            limits,
             a2a,
             streams,
+        };
+        AgentImage {
+            engine,
+            kind,
+            identity: Arc::new(identity),
+            limits,
         }
     }
 
-    /// Whether `handle` may stream its answer (the agent imports `streaming`).
+    pub(crate) fn http(
+        engine: Engine,
+        pre: ProxyPre<GuestState>,
+        identity: GuestIdentity,
+        limits: Limits,
+    ) -> Self {
+        AgentImage {
+            engine,
+            kind: Kind::Http(pre),
+            identity: Arc::new(identity),
+            limits,
+        }
+    }
+
+    /// Whether answers may stream: the agent imports `streaming`, or it is
+    /// a `wasi:http` component (whose body always leaves as it is written).
     pub fn streams(&self) -> bool {
-        self.streams
+        match &self.kind {
+            Kind::Agent { streams, .. } => *streams,
+            Kind::Http(_) => true,
+        }
     }
 
     /// Whether the agent serves A2A (exports `on-message`).
     pub fn serves_a2a(&self) -> bool {
-        self.a2a.is_some()
+        matches!(&self.kind, Kind::Agent { a2a: Some(_), .. })
+    }
+
+    /// Whether it is a `wasi:http/proxy` component.
+    pub fn is_http(&self) -> bool {
+        matches!(&self.kind, Kind::Http(_))
     }
 
     pub fn limits(&self) -> &Limits {
@@ -114,6 +158,11 @@ impl AgentImage {
         &self.identity.name
     }
 
+    /// Where its outbound requests are counted, once its route exists.
+    pub fn outbound_counters(&self) -> &std::sync::OnceLock<super::OutboundCounters> {
+        &self.identity.outbound.counters
+    }
+
     fn store(&self, may_yield: bool) -> Store<GuestState> {
         new_store(&self.engine, &self.identity, &self.limits, may_yield)
     }
@@ -122,8 +171,9 @@ impl AgentImage {
         &self,
         mut store: Store<GuestState>,
         instance: Result<wasmtime::component::Instance, wasmtime::Error>,
+        a2a: &Option<(AgentIndices, A2aAgentIndices)>,
     ) -> Result<Live, CallError> {
-        let exports = instance.and_then(|instance| match &self.a2a {
+        let exports = instance.and_then(|instance| match a2a {
             None => Ok((Agent::new(&mut store, &instance)?, None)),
             Some((agent, a2a)) => Ok((
                 agent.load(&mut store, &instance)?,
@@ -131,7 +181,7 @@ impl AgentImage {
             )),
         });
         let (agent, a2a) = match exports {
-            Ok((agent, a2a)) => (Ok(agent), a2a),
+            Ok((agent, a2a)) => (Ok(Exports::Agent(agent)), a2a),
             Err(err) => (Err(err), None),
         };
         let mut live = Live::new(store, agent, self.limits)?;
@@ -141,30 +191,46 @@ impl AgentImage {
 
     /// A new instance in a new store, on this thread. Its WASI calls block,
     /// so it must not be used on an async worker: see [`Self::instantiate_async`].
+    /// A `wasi:http` component is only instantiated on the request path.
     pub fn instantiate(&self) -> Result<Live, CallError> {
         let mut store = self.store(false);
-        if self.a2a.is_none() {
-            let agent = self.pre.instantiate(&mut store);
-            return Live::new(store, agent, self.limits);
+        match &self.kind {
+            Kind::Agent { pre, a2a: None, .. } => {
+                let agent = pre.instantiate(&mut store).map(Exports::Agent);
+                Live::new(store, agent, self.limits)
+            }
+            Kind::Agent { pre, a2a, .. } => {
+                let instance = pre.instance_pre().instantiate(&mut store);
+                self.live(store, instance, a2a)
+            }
+            Kind::Http(_) => Err(CallError::Instantiate(
+                "a wasi:http component runs on the request path only".into(),
+            )),
         }
-        let instance = self.pre.instance_pre().instantiate(&mut store);
-        self.live(store, instance)
     }
 
     /// A new instance in a new store, on a fiber that yields to the async
     /// executor at every epoch tick.
     pub async fn instantiate_async(&self) -> Result<Live, CallError> {
         let mut store = self.store(true);
-        if self.a2a.is_none() {
-            let agent = self.pre_async.instantiate_async(&mut store).await;
-            return Live::new(store, agent, self.limits);
+        match &self.kind {
+            Kind::Agent {
+                pre_async,
+                a2a: None,
+                ..
+            } => {
+                let agent = pre_async.instantiate_async(&mut store).await;
+                Live::new(store, agent.map(Exports::Agent), self.limits)
+            }
+            Kind::Agent { pre_async, a2a, .. } => {
+                let instance = pre_async.instance_pre().instantiate_async(&mut store).await;
+                self.live(store, instance, a2a)
+            }
+            Kind::Http(pre) => {
+                let proxy = pre.instantiate_async(&mut store).await;
+                Live::new(store, proxy.map(Exports::Http), self.limits)
+            }
         }
-        let instance = self
-            .pre_async
-            .instance_pre()
-            .instantiate_async(&mut store)
-            .await;
-        self.live(store, instance)
     }
 
     /// One request on a fresh instance that is dropped afterwards.
@@ -176,7 +242,7 @@ impl AgentImage {
 /// A live instance of an agent (or, with the filter world's exports, of a
 /// filter). After any error it must be dropped: a trapped store cannot be
 /// entered again.
-pub struct Live<E = Agent> {
+pub struct Live<E = Exports> {
     pub(super) store: Store<GuestState>,
     pub(super) exports: E,
     pub(super) limits: Limits,
@@ -191,12 +257,14 @@ pub struct Live<E = Agent> {
     pub(super) a2a: Option<Box<A2aAgent>>,
 }
 
-impl Live<Agent> {
-    /// Calls `handle` on this thread.
+impl Live<Exports> {
+    /// Calls `handle` on this thread (a Wharf agent only).
     pub fn handle(&mut self, req: &Request) -> Result<Response, CallError> {
+        agent(&self.exports)?;
         self.begin(req, false);
+        let func = agent(&self.exports)?.func_handle();
         let guest_req = guest_request(req, &mut self.scratch);
-        let result = self.exports.call_handle(&mut self.store, guest_req);
+        let result = func.call(&mut self.store, (guest_req,)).map(|(r,)| r);
         self.in_call = false;
         self.finish(result)
     }
@@ -205,6 +273,13 @@ impl Live<Agent> {
     /// on a fiber; a turn's answer is an empty 200, its outcome having gone
     /// to the turn's event channel.
     pub async fn call_async(&mut self, req: &Request) -> Result<Response, CallError> {
+        if let Exports::Http(_) = &self.exports {
+            let sink = match &req.call {
+                crate::request::Call::Streamed(sink) => Some(sink),
+                _ => None,
+            };
+            return self.http_async(req, sink).await;
+        }
         match &req.call {
             crate::request::Call::Handle => self.handle_async(req).await,
             crate::request::Call::Streamed(sink) => {
@@ -228,9 +303,10 @@ impl Live<Agent> {
     /// Calls `handle` on a fiber that yields to the executor at every epoch
     /// tick, so a long call never holds an async worker for more than a tick.
     pub async fn handle_async(&mut self, req: &Request) -> Result<Response, CallError> {
+        agent(&self.exports)?;
         self.begin(req, true);
+        let func = agent(&self.exports)?.func_handle();
         let guest_req = guest_request(req, &mut self.scratch);
-        let func = self.exports.func_handle();
         let result = func
             .call_async(&mut self.store, (guest_req,))
             .await
@@ -252,31 +328,38 @@ impl Live<Agent> {
     }
 
     pub fn describe(&mut self) -> Result<Card, CallError> {
+        let func = agent(&self.exports)?.func_describe();
         self.store.data_mut().may_yield = false;
         self.arm_deadline();
-        self.exports
-            .call_describe(&mut self.store)
+        func.call(&mut self.store, ())
+            .map(|(card,)| card)
             .map_err(|e| classify(&self.store, e))
     }
 
+    /// The agent's `health`; a `wasi:http` component, which has none, is
+    /// healthy while its instance lives.
     pub fn health(&mut self) -> Result<Health, CallError> {
+        let Exports::Agent(agent) = &self.exports else {
+            return Ok(Health::Ok);
+        };
+        let func = agent.func_health();
         self.store.data_mut().may_yield = false;
         self.arm_deadline();
-        self.exports
-            .call_health(&mut self.store)
+        func.call(&mut self.store, ())
+            .map(|(health,)| health)
             .map_err(|e| classify(&self.store, e))
     }
 
     /// Calls `health` on a fiber (for instances made by `instantiate_async`).
     pub async fn health_async(&mut self) -> Result<Health, CallError> {
+        let Exports::Agent(agent) = &self.exports else {
+            return Ok(Health::Ok);
+        };
+        let func = agent.func_health();
         self.store.data_mut().may_yield = true;
         self.arm_deadline();
         self.in_call = true;
-        let result = self
-            .exports
-            .func_health()
-            .call_async(&mut self.store, ())
-            .await;
+        let result = func.call_async(&mut self.store, ()).await;
         self.in_call = false;
         result.map(|(h,)| h).map_err(|e| classify(&self.store, e))
     }
@@ -330,6 +413,16 @@ impl<E> Live<E> {
             self.store.data_mut().deadline_at = Instant::now() + self.limits.deadline;
             self.store.set_epoch_deadline(1);
         }
+    }
+}
+
+/// The Wharf agent's exports; a `wasi:http` component has none.
+fn agent(exports: &Exports) -> Result<&Agent, CallError> {
+    match exports {
+        Exports::Agent(agent) => Ok(agent),
+        Exports::Http(_) => Err(CallError::Internal(
+            "a wasi:http component has no Wharf agent exports".into(),
+        )),
     }
 }
 

@@ -1,5 +1,6 @@
-//! Runtime: the wasmtime engine, the linker with Wharf's host imports and
-//! sandboxed WASI, and preparing components (compile, type-check, world).
+//! Runtime: the wasmtime engine, the linker with Wharf's host imports,
+//! sandboxed WASI and `wasi:http`, and preparing components (compile,
+//! type-check, world: agent, filter or `wasi:http/proxy`).
 //! Nothing above this module sees a wasmtime type except through
 //! [`AgentImage`] and [`Live`].
 
@@ -9,6 +10,8 @@ mod call;
 mod convert;
 mod engine;
 mod filter;
+mod http;
+mod outbound;
 mod preinit;
 mod state;
 mod streaming;
@@ -20,10 +23,11 @@ use wasmtime::component::{Component, Linker};
 
 pub use bindings::{Card, Health, Skill};
 pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
-pub use call::{AgentImage, CallError, Live};
+pub use call::{AgentImage, CallError, Exports, Live};
 pub use convert::{decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
 pub use filter::{FilterImage, FilterLive};
+pub use outbound::{OutboundAccess, OutboundCounters};
 pub use preinit::wants_preinit;
 pub use state::{GuestIdentity, GuestState};
 
@@ -34,6 +38,8 @@ use crate::config::Limits;
 pub enum World {
     Agent,
     Filter,
+    /// `wasi:http/proxy`: a standard HTTP component, served like an agent.
+    Http,
 }
 
 impl World {
@@ -41,6 +47,7 @@ impl World {
         match self {
             World::Agent => "agent",
             World::Filter => "filter",
+            World::Http => "wasi-http",
         }
     }
 }
@@ -49,7 +56,12 @@ impl World {
 pub enum Prepared {
     Agent(AgentPres),
     Filter(FilterPres),
+    Http(HttpPre),
 }
+
+/// A `wasi:http/proxy` component pre-instantiated against the async linker
+/// (it runs on the request path only).
+pub struct HttpPre(bindings::ProxyPre<GuestState>);
 
 /// A filter pre-instantiated against both linkers, as for agents.
 pub struct FilterPres {
@@ -69,6 +81,7 @@ impl Prepared {
         match self {
             Prepared::Agent(_) => World::Agent,
             Prepared::Filter(_) => World::Filter,
+            Prepared::Http(_) => World::Http,
         }
     }
 }
@@ -96,9 +109,11 @@ impl Runtime {
         engine::start_ticker(&engine);
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
         bindings::add_host_to_linker(&mut linker)?;
         let mut linker_async = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker_async)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker_async)?;
         bindings::add_host_to_linker(&mut linker_async)?;
         Ok(Runtime {
             engine,
@@ -177,7 +192,7 @@ impl Runtime {
             }
             Err(e) => e,
         };
-        let as_filter = match bindings::FilterPre::new(pre) {
+        let as_filter = match bindings::FilterPre::new(pre.clone()) {
             Ok(sync) => {
                 let asynchronous = self
                     .linker_async
@@ -188,8 +203,20 @@ impl Runtime {
             }
             Err(e) => e,
         };
+        let as_http = match bindings::ProxyPre::new(pre) {
+            Ok(_) => {
+                let asynchronous = self
+                    .linker_async
+                    .instantiate_pre(component)
+                    .and_then(bindings::ProxyPre::new)
+                    .map_err(|e| format!("it cannot be linked for async calls: {e:#}"))?;
+                return Ok(Prepared::Http(HttpPre(asynchronous)));
+            }
+            Err(e) => e,
+        };
         Err(format!(
-            "it fits neither the agent world ({as_agent:#}) nor the filter world ({as_filter:#})"
+            "it fits none of the agent world ({as_agent:#}), the filter world ({as_filter:#}) \
+             or wasi:http/proxy ({as_http:#})"
         ))
     }
 
@@ -211,6 +238,11 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// A `wasi:http` component ready to serve like an agent.
+    pub fn http_image(&self, pre: HttpPre, identity: GuestIdentity, limits: Limits) -> AgentImage {
+        AgentImage::http(self.engine.clone(), pre.0, identity, limits)
+    }
+
     /// A filter ready to run, with its identity and limits.
     pub fn filter_image(
         &self,

@@ -8,8 +8,10 @@ use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{Host, Level};
+use super::outbound::Hooks;
 
 /// Longest guest log message kept; longer ones are cut at a char boundary.
 const MAX_LOG_MESSAGE: usize = 4096;
@@ -23,6 +25,8 @@ pub struct GuestIdentity {
     /// A host directory the guest sees read-only at `/files` (a filter's
     /// rule files, say); none for every other guest.
     pub files: Option<std::path::PathBuf>,
+    /// The outbound HTTP it may make (`wasi:http`); none by default.
+    pub outbound: super::outbound::OutboundAccess,
 }
 
 /// The data of one [`wasmtime::Store`].
@@ -45,6 +49,8 @@ pub struct GuestState {
     /// Where the current `handle` call may stream its answer.
     pub(crate) sink: Option<crate::request::Sink>,
     wasi: Option<WasiCtx>,
+    /// `wasi:http` state, for components that use it; built on first use.
+    http: Option<(WasiHttpCtx, Hooks)>,
     table: ResourceTable,
 }
 
@@ -61,6 +67,7 @@ impl GuestState {
             cancel: None,
             sink: None,
             wasi: None,
+            http: None,
             table: ResourceTable::new(),
         }
     }
@@ -95,6 +102,24 @@ impl WasiView for GuestState {
                 .wasi
                 .get_or_insert_with(|| sandboxed_wasi(&self.identity)),
             table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for GuestState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        let identity = &self.identity;
+        let (ctx, hooks) = self.http.get_or_insert_with(|| {
+            let hooks = Hooks {
+                guest: identity.name.as_str().into(),
+                access: identity.outbound.clone(),
+            };
+            (WasiHttpCtx::new(), hooks)
+        });
+        WasiHttpCtxView {
+            ctx,
+            table: &mut self.table,
+            hooks,
         }
     }
 }

@@ -284,3 +284,37 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Sends a request and returns the response head and its body, unread.
+pub async fn open(
+    client: &HttpClient,
+    method: Method,
+    url: &str,
+    body: &'static str,
+) -> http::Response<hyper::body::Incoming> {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(url)
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(60), client.request(req))
+        .await
+        .expect("a head within 60 s")
+        .unwrap_or_else(|e| panic!("{url}: the request fails at the HTTP level: {e:?}"))
+}
+
+/// The next data frame of `body`: `Ok(None)` at its end, `Err` when the
+/// answer was cut off.
+pub async fn next_chunk(body: &mut hyper::body::Incoming) -> Result<Option<Bytes>, String> {
+    loop {
+        match body.frame().await {
+            None => return Ok(None),
+            Some(Err(e)) => return Err(e.to_string()),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    return Ok(Some(data));
+                }
+            }
+        }
+    }
+}

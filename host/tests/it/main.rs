@@ -21,3 +21,4 @@ mod runtime;
 mod scaffold;
 mod streaming;
 mod waf;
+mod wasi_http;

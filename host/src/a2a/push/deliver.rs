@@ -17,7 +17,7 @@ use metrics::Counter;
 use tokio::sync::mpsc;
 use wharf_tasks::TaskPushNotificationConfig;
 
-use super::guard::{self, Webhook};
+use super::guard::Webhook;
 use crate::config::Push as Policy;
 
 /// The longest wait between two attempts.
@@ -131,9 +131,10 @@ impl Worker {
     }
 
     async fn post(&self, body: &Bytes) -> Result<(), Failure> {
-        let addrs = guard::resolve(&self.webhook, &self.policy.allow)
-            .await
-            .map_err(Failure::Retry)?;
+        let addrs =
+            crate::egress::resolve(&self.webhook.host, self.webhook.port, &self.policy.allow)
+                .await
+                .map_err(Failure::Retry)?;
         let mut last = String::new();
         let mut stream = None;
         for addr in addrs {

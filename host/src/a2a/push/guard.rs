@@ -1,9 +1,6 @@
 //! Where a webhook may point: the URL checked against the `push` allow-list
-//! when a config is created, and each address its host resolves to checked
-//! again when a notification is sent, so a name that later resolves to a
-//! private address (DNS rebinding) reaches nothing it was not allowed.
-
-use std::net::{IpAddr, SocketAddr};
+//! when a config is created. Each address its host resolves to is checked
+//! again when a notification is sent ([`crate::egress::resolve`]).
 
 use crate::config::Target;
 
@@ -63,65 +60,6 @@ pub(super) fn check_url(url: &str, allow: &[Target]) -> Result<Webhook, String> 
     })
 }
 
-/// The addresses of `hook` it may connect to: public ones, and private ones
-/// only when an address or range entry admits them.
-pub(super) async fn resolve(hook: &Webhook, allow: &[Target]) -> Result<Vec<SocketAddr>, String> {
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((hook.host.as_str(), hook.port))
-        .await
-        .map_err(|e| format!("cannot resolve `{}`: {e}", hook.host))?
-        .collect();
-    let admitted: Vec<SocketAddr> = addrs
-        .iter()
-        .copied()
-        .filter(|a| is_public(a.ip()) || allow.iter().any(|t| t.admits_addr(a.ip())))
-        .collect();
-    if admitted.is_empty() {
-        return Err(format!(
-            "`{}` resolves only to addresses the allow-list does not admit ({})",
-            hook.host,
-            addrs
-                .iter()
-                .map(|a| a.ip().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    Ok(admitted)
-}
-
-/// Whether `ip` is an ordinary public address: not loopback, private,
-/// shared, link-local, unspecified, multicast, broadcast, documentation or
-/// reserved (IPv4-mapped IPv6 addresses are judged as the IPv4 they carry).
-pub(super) fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_multicast()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || a == 0
-                || a >= 240
-                || (a == 100 && (64..128).contains(&b)))
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || first == 0x2001 && v6.segments()[1] == 0x0db8)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,38 +93,5 @@ mod tests {
             let err = check_url(url, &list).unwrap_err();
             assert!(err.contains(why), "{url}: {err}");
         }
-    }
-
-    #[test]
-    fn private_addresses_are_not_public() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "::1",
-            "fd00::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-        ] {
-            assert!(!is_public(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in ["93.184.216.34", "2606:4700::1111", "::ffff:8.8.8.8"] {
-            assert!(is_public(ip.parse().unwrap()), "{ip}");
-        }
-    }
-
-    #[tokio::test]
-    async fn a_name_that_resolves_to_loopback_needs_the_address_listed() {
-        let hook = check_url("http://localhost:9/", &allow(&["localhost"])).unwrap();
-        let err = resolve(&hook, &allow(&["localhost"])).await.unwrap_err();
-        assert!(err.contains("does not admit"), "{err}");
-        let ok = resolve(&hook, &allow(&["localhost", "127.0.0.0/8", "::1"]))
-            .await
-            .unwrap();
-        assert!(ok.iter().all(|a| a.ip().is_loopback()), "{ok:?}");
     }
 }

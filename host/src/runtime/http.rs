@@ -1,0 +1,232 @@
+//! One request to a `wasi:http/proxy` component: the neutral request made
+//! an `incoming-request` (its body shared, not copied), `handle` called on
+//! a fiber, and the response taken from the `response-outparam` as soon as
+//! the guest sets it. With a sink the body leaves as the guest writes it;
+//! without one it is gathered, within the response-body limit. Every way it
+//! can go wrong is classified: never answering, answering with an error,
+//! trapping before or after the head, writing past the limit or the
+//! deadline.
+
+use bytes::{Bytes, BytesMut};
+use futures_util::FutureExt;
+use http::{HeaderName, HeaderValue};
+use http_body_util::BodyExt;
+use tokio::sync::oneshot;
+use wasmtime_wasi_http::WasiHttpView;
+use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
+use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
+
+use super::call::{CallError, Exports, Live, classify};
+use super::convert::host_owned;
+use super::outbound::full_body;
+use crate::request::{Request, Response, Sink};
+
+type Head = Result<hyper::Response<HyperOutgoingBody>, ErrorCode>;
+
+impl Live<Exports> {
+    /// Calls `wasi:http/incoming-handler.handle` with `req`. With `sink`
+    /// the head is sent as soon as the guest sets it and the body as it is
+    /// written; the response returned then has an empty body.
+    pub(super) async fn http_async(
+        &mut self,
+        req: &Request,
+        sink: Option<&Sink>,
+    ) -> Result<Response, CallError> {
+        let Exports::Http(proxy) = &self.exports else {
+            return Err(CallError::Internal("not a wasi:http component".into()));
+        };
+        let handle = proxy.wasi_http_incoming_handler().func_handle();
+        self.begin(req, true);
+        let deadline = self.store.data().deadline_at;
+        let (tx, rx) = oneshot::channel();
+        let resources = {
+            let mut view = self.store.data_mut().http();
+            view.new_incoming_request(Scheme::Http, incoming(req))
+                .and_then(|request| Ok((request, view.new_response_outparam(tx)?)))
+        };
+        let (request, out) = resources.map_err(|e| CallError::Internal(format!("{e:#}")))?;
+        let limit = self.limits.response_body;
+        let call = handle.call_async(&mut self.store, (request, out));
+        let exchanged = tokio::time::timeout_at(deadline.into(), exchange(call, rx, sink, limit));
+        let (ended, answer) = match exchanged.await {
+            Ok(done) => done,
+            // Blocked in a host call past the deadline (waiting to write to
+            // a client that does not read, say): the instance is abandoned.
+            Err(_) => return Err(CallError::Deadline),
+        };
+        match ended {
+            // Left running half-way: `in_call` stays set, the instance is
+            // not used again.
+            None => answer,
+            Some(Err(err)) => {
+                self.in_call = false;
+                Err(classify(&self.store, err))
+            }
+            Some(Ok(())) => {
+                self.in_call = false;
+                answer
+            }
+        }
+    }
+}
+
+/// The neutral request as the guest's `incoming-request`: the host from
+/// `Host` (or `localhost`), the path below the agent's mount point, the
+/// request id and the metadata filters attached as headers.
+fn incoming(req: &Request) -> http::Request<wasmtime_wasi_http::WasiBody> {
+    let authority = req
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| h.parse::<http::uri::Authority>().is_ok())
+        .unwrap_or("localhost");
+    let mut uri = format!("http://{authority}{}", req.path);
+    if !req.query.is_empty() {
+        uri.push('?');
+        uri.push_str(&req.query);
+    }
+    let uri = uri
+        .parse::<http::Uri>()
+        .unwrap_or_else(|_| http::Uri::from_static("http://localhost/"));
+    let mut request = http::Request::new(full_body(req.body.clone()));
+    *request.method_mut() = req.method.clone();
+    *request.uri_mut() = uri;
+    let headers = request.headers_mut();
+    *headers = req.headers.clone();
+    if let Ok(id) = HeaderValue::from_str(&req.id) {
+        headers.insert(HeaderName::from_static("x-request-id"), id);
+    }
+    for (key, value) in &req.metadata {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(format!("x-wharf-meta-{key}").as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    request
+}
+
+/// Drives the guest's `handle` and its response together: the head when it
+/// is set, then every chunk of the body until it ends. Returns how the
+/// call ended (`None`: it was left half-way) and the answer.
+async fn exchange(
+    call: impl Future<Output = wasmtime::Result<()>>,
+    mut rx: oneshot::Receiver<Head>,
+    sink: Option<&Sink>,
+    limit: usize,
+) -> (Option<wasmtime::Result<()>>, Result<Response, CallError>) {
+    let mut call = std::pin::pin!(call);
+
+    let mut ended = None;
+    let head = tokio::select! {
+        biased;
+        head = &mut rx => head.ok(),
+        result = &mut call => {
+            ended = Some(result);
+            rx.try_recv().ok()
+        }
+    };
+    let resp = match head {
+        Some(Ok(resp)) => resp,
+        Some(Err(code)) => {
+            let why = format!("the component answered with an error: {code:?}");
+            return (finish(call, ended).await, Err(CallError::Internal(why)));
+        }
+        None => {
+            let ended = finish(call, ended).await;
+            let why = "the component returned without setting a response";
+            return (ended, Err(CallError::InvalidResponse(why.into())));
+        }
+    };
+    let (parts, mut body) = resp.into_parts();
+    let mut headers = parts.headers;
+    // A streamed body keeps the length the guest declared (the transport
+    // frames by it, and cuts the answer off if the guest breaks it); a
+    // gathered one gets the length it has.
+    let owned: Vec<HeaderName> = headers
+        .keys()
+        .filter(|n| host_owned(n) && (sink.is_none() || *n != http::header::CONTENT_LENGTH))
+        .cloned()
+        .collect();
+    for name in owned {
+        headers.remove(name);
+    }
+    let mut gathered = BytesMut::new();
+    if let Some(sink) = sink
+        && let Err(why) = sink.start(parts.status, headers.clone())
+    {
+        return (
+            finish(call, ended).await,
+            Err(CallError::InvalidResponse(why)),
+        );
+    }
+    loop {
+        let frame = match &ended {
+            // What it wrote before trapping is not a whole answer.
+            Some(Err(_)) => break,
+            // Once `handle` has returned, everything it wrote is queued:
+            // a body still open was never finished.
+            Some(Ok(())) => match body.frame().now_or_never() {
+                Some(frame) => frame,
+                None => {
+                    let why = "the component returned with its response body unfinished";
+                    return (ended, Err(CallError::InvalidResponse(why.into())));
+                }
+            },
+            None => tokio::select! {
+                biased;
+                result = &mut call => {
+                    ended = Some(result);
+                    continue;
+                }
+                frame = body.frame() => frame,
+            },
+        };
+        let chunk = match frame {
+            None => break,
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(chunk) => chunk,
+                // Trailers are not passed on.
+                Err(_) => continue,
+            },
+            Some(Err(err)) => {
+                let ended = finish(call, ended).await;
+                let why = format!("the response body failed: {err}");
+                return (ended, Err(CallError::InvalidResponse(why)));
+            }
+        };
+        let written = match sink {
+            Some(sink) => sink.write(chunk),
+            None => gather(&mut gathered, chunk, limit),
+        };
+        if let Err(why) = written {
+            // The guest is not waited for: the instance is abandoned.
+            return (None, Err(CallError::InvalidResponse(why)));
+        }
+    }
+    let ended = finish(call, ended).await;
+    let body = Bytes::from(gathered);
+    (ended, Ok(Response::new(parts.status, headers, body)))
+}
+
+/// How the call ended: as it already did, or once it returns.
+async fn finish(
+    call: std::pin::Pin<&mut impl Future<Output = wasmtime::Result<()>>>,
+    ended: Option<wasmtime::Result<()>>,
+) -> Option<wasmtime::Result<()>> {
+    Some(match ended {
+        Some(result) => result,
+        None => call.await,
+    })
+}
+
+fn gather(into: &mut BytesMut, chunk: Bytes, limit: usize) -> Result<(), String> {
+    if into.len() + chunk.len() > limit {
+        return Err(format!(
+            "the response body passed the limit of {limit} bytes"
+        ));
+    }
+    into.extend_from_slice(&chunk);
+    Ok(())
+}
