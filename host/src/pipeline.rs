@@ -187,7 +187,7 @@ impl Pipeline {
         req.agent = route.core.entry.origin.name.as_str().into();
         let chain = stages.chains.for_agent(agent);
         if chain.is_empty() {
-            req.body = body.read(route.core.policy.limits.request_body).await?;
+            admit_body(route, &mut req, body).await?;
             return terminal.answer(route, req).await;
         }
         let mut run = ChainRun::new(chain, &route.core.policy.filter_values);
@@ -220,6 +220,22 @@ impl Pipeline {
     }
 }
 
+/// The body for the agent when no filter reads it: whole, or, for an agent
+/// that reads it as it arrives (a `wasi:http` component), as chunks.
+async fn admit_body(
+    route: &AgentRoute,
+    req: &mut Request,
+    body: Body,
+) -> Result<(), PipelineError> {
+    let limit = route.core.policy.limits.request_body;
+    if route.core.entry.image.is_http() {
+        req.incoming = Some(crate::request::Incoming::new(body.chunks(limit)));
+    } else {
+        req.body = body.read(limit).await?;
+    }
+    Ok(())
+}
+
 /// The request through its chain: headers phase, body read, body phase,
 /// agent, response phases.
 async fn filtered(
@@ -231,15 +247,16 @@ async fn filtered(
 ) -> Result<Response, PipelineError> {
     let early = match run.request_headers(req).await? {
         Flow::Stop(resp) => Some(resp),
-        Flow::Continue => {
+        Flow::Continue if run.wants_request_body() => {
             req.body = body.read(route.core.policy.limits.request_body).await?;
-            match run.wants_request_body() {
-                true => match run.request_body(req).await? {
-                    Flow::Stop(resp) => Some(resp),
-                    Flow::Continue => None,
-                },
-                false => None,
+            match run.request_body(req).await? {
+                Flow::Stop(resp) => Some(resp),
+                Flow::Continue => None,
             }
+        }
+        Flow::Continue => {
+            admit_body(route, req, body).await?;
+            None
         }
     };
     let response_work = run.has_response_work();

@@ -31,6 +31,36 @@ pub struct Request {
     pub metadata: Vec<(String, String)>,
     /// What to call in the agent: `handle`, or one turn of an A2A task.
     pub call: Call,
+    /// The body as it arrives, for an agent that reads it so (a
+    /// `wasi:http` component when no filter needs the body); `body` is
+    /// empty then.
+    pub incoming: Option<Incoming>,
+}
+
+/// A request body's chunks as they arrive, failing past the body limit.
+pub type Chunks =
+    std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<Bytes, BodyError>> + Send>>;
+
+/// A request body an agent reads as it arrives: taken once (a call that
+/// took it cannot be retried).
+#[derive(Clone)]
+pub struct Incoming(Arc<std::sync::Mutex<Option<Chunks>>>);
+
+impl Incoming {
+    pub fn new(chunks: Chunks) -> Self {
+        Incoming(Arc::new(std::sync::Mutex::new(Some(chunks))))
+    }
+
+    /// The chunks, the first time.
+    pub fn take(&self) -> Option<Chunks> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+impl std::fmt::Debug for Incoming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Incoming")
+    }
 }
 
 /// Which export of the agent a request calls.
@@ -188,6 +218,7 @@ impl Request {
             agent: Arc::from(""),
             metadata: Vec::new(),
             call: Call::Handle,
+            incoming: None,
         }
     }
 }
@@ -201,17 +232,25 @@ pub enum BodyError {
     Unreadable,
 }
 
-/// Reads a body that has not arrived yet, refusing it past a limit.
-pub type BodyReader = Box<dyn FnOnce(usize) -> BoxFuture<Result<Bytes, BodyError>> + Send>;
 type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send>>;
 
+/// A body still on the wire, as a transport reads it: whole, or as chunks
+/// as they arrive; never past a limit.
+pub trait Wire: Send {
+    /// The whole body, at most `limit` bytes.
+    fn read(self: Box<Self>, limit: usize) -> BoxFuture<Result<Bytes, BodyError>>;
+    /// The chunks as they arrive, failing once past `limit` bytes.
+    fn chunks(self: Box<Self>, limit: usize) -> Chunks;
+}
+
 /// A request body as a transport hands it over: already in memory, or still
-/// on the wire. The pipeline reads a deferred body only after the
+/// on the wire. The pipeline reads a body on the wire only after the
 /// request-headers filters had their say (an auth filter refuses before the
-/// upload is read), with the agent's body limit.
+/// upload is read), with the agent's body limit: whole, or, for an agent
+/// that reads it as it arrives, as chunks.
 pub enum Body {
     Ready(Bytes),
-    Deferred(BodyReader),
+    Wire(Box<dyn Wire>),
 }
 
 impl Body {
@@ -220,7 +259,15 @@ impl Body {
         match self {
             Body::Ready(bytes) if bytes.len() > limit => Err(BodyError::TooLarge(limit)),
             Body::Ready(bytes) => Ok(bytes),
-            Body::Deferred(read) => read(limit).await,
+            Body::Wire(wire) => wire.read(limit).await,
+        }
+    }
+
+    /// The body as chunks as they arrive, failing once past `limit` bytes.
+    pub fn chunks(self, limit: usize) -> Chunks {
+        match self {
+            Body::Wire(wire) => wire.chunks(limit),
+            ready => Box::pin(futures_util::stream::once(ready.read(limit))),
         }
     }
 }
@@ -240,7 +287,7 @@ impl std::fmt::Debug for Body {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Body::Ready(b) => write!(f, "Body::Ready({} bytes)", b.len()),
-            Body::Deferred(_) => f.write_str("Body::Deferred"),
+            Body::Wire(_) => f.write_str("Body::Wire"),
         }
     }
 }
@@ -288,6 +335,7 @@ impl Request {
             agent: self.agent.clone(),
             metadata: self.metadata.clone(),
             call: self.call.clone(),
+            incoming: self.incoming.clone(),
         }
     }
 }

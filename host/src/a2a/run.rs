@@ -73,6 +73,7 @@ pub(super) fn turn_request(req: &Request, call: &Arc<crate::request::Turn>) -> R
         agent: req.agent.clone(),
         metadata: req.metadata.clone(),
         call: Call::Turn(call.clone()),
+        incoming: None,
     }
 }
 

@@ -350,6 +350,7 @@ fn call_status(err: &CallError) -> u16 {
         CallError::Deadline => 504,
         CallError::InvalidResponse(_) | CallError::InvalidVerdict(_) => 502,
         CallError::BadRequest(_) => 400,
+        CallError::BodyTooLarge(_) => 413,
         CallError::NotFound(_) => 404,
         CallError::Unavailable(_) => 503,
         // The client that canceled is not waiting for this answer.

@@ -97,8 +97,8 @@ impl Policy<Request, Response, BoxError> for RetryTrapped {
 
     fn clone_request(&mut self, req: &Request) -> Option<Request> {
         // A turn may have reported progress before it trapped: running it
-        // again would report it twice.
-        let once = matches!(req.call, crate::request::Call::Turn(_));
+        // again would report it twice; a body read as it arrived is gone.
+        let once = matches!(req.call, crate::request::Call::Turn(_)) || req.incoming.is_some();
         (self.left > 0 && !once).then(|| req.clone())
     }
 }

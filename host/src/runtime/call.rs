@@ -41,6 +41,8 @@ pub enum CallError {
     Internal(String),
     #[error("the call was canceled")]
     Canceled,
+    #[error("the request body is over the limit of {0} bytes")]
+    BodyTooLarge(usize),
 }
 
 impl From<GuestError> for CallError {

@@ -1,5 +1,6 @@
 //! One request to a `wasi:http/proxy` component: the neutral request made
-//! an `incoming-request` (its body shared, not copied), `handle` called on
+//! an `incoming-request` (its body shared, not copied, or read by the guest
+//! as it arrives), `handle` called on
 //! a fiber, and the response taken from the `response-outparam` as soon as
 //! the guest sets it. With a sink the body leaves as the guest writes it;
 //! without one it is gathered, within the response-body limit. Every way it
@@ -12,14 +13,14 @@ use futures_util::FutureExt;
 use http::{HeaderName, HeaderValue};
 use http_body_util::BodyExt;
 use tokio::sync::oneshot;
-use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
+use wasmtime_wasi_http::{Error, WasiHttpView};
 
 use super::call::{CallError, Exports, Live, classify};
 use super::convert::host_owned;
 use super::outbound::full_body;
-use crate::request::{Request, Response, Sink};
+use crate::request::{BodyError, Request, Response, Sink};
 
 type Head = Result<hyper::Response<HyperOutgoingBody>, ErrorCode>;
 
@@ -39,9 +40,10 @@ impl Live<Exports> {
         self.begin(req, true);
         let deadline = self.store.data().deadline_at;
         let (tx, rx) = oneshot::channel();
+        let over = OverLimit::default();
         let resources = {
             let mut view = self.store.data_mut().http();
-            view.new_incoming_request(Scheme::Http, incoming(req))
+            view.new_incoming_request(Scheme::Http, incoming(req, &over))
                 .and_then(|request| Ok((request, view.new_response_outparam(tx)?)))
         };
         let (request, out) = resources.map_err(|e| CallError::Internal(format!("{e:#}")))?;
@@ -54,18 +56,20 @@ impl Live<Exports> {
             // a client that does not read, say): the instance is abandoned.
             Err(_) => return Err(CallError::Deadline),
         };
-        match ended {
+        let result = match ended {
             // Left running half-way: `in_call` stays set, the instance is
             // not used again.
             None => answer,
-            Some(Err(err)) => {
+            Some(ended) => {
                 self.in_call = false;
-                Err(classify(&self.store, err))
+                ended.map_err(|err| classify(&self.store, err)).and(answer)
             }
-            Some(Ok(())) => {
-                self.in_call = false;
-                answer
-            }
+        };
+        // A guest that failed after its upload passed the limit is
+        // answered as the upload deserves (one that answered is not).
+        match (result, over.get()) {
+            (Err(_), Some(limit)) => Err(CallError::BodyTooLarge(*limit)),
+            (result, _) => result,
         }
     }
 }
@@ -73,7 +77,7 @@ impl Live<Exports> {
 /// The neutral request as the guest's `incoming-request`: the host from
 /// `Host` (or `localhost`), the path below the agent's mount point, the
 /// request id and the metadata filters attached as headers.
-fn incoming(req: &Request) -> http::Request<wasmtime_wasi_http::WasiBody> {
+fn incoming(req: &Request, over: &OverLimit) -> http::Request<wasmtime_wasi_http::WasiBody> {
     let authority = req
         .headers
         .get(http::header::HOST)
@@ -88,7 +92,11 @@ fn incoming(req: &Request) -> http::Request<wasmtime_wasi_http::WasiBody> {
     let uri = uri
         .parse::<http::Uri>()
         .unwrap_or_else(|_| http::Uri::from_static("http://localhost/"));
-    let mut request = http::Request::new(full_body(req.body.clone()));
+    let body = match req.incoming.as_ref().and_then(|i| i.take()) {
+        Some(chunks) => streamed_body(chunks, over.clone()),
+        None => full_body(req.body.clone()),
+    };
+    let mut request = http::Request::new(body);
     *request.method_mut() = req.method.clone();
     *request.uri_mut() = uri;
     let headers = request.headers_mut();
@@ -105,6 +113,24 @@ fn incoming(req: &Request) -> http::Request<wasmtime_wasi_http::WasiBody> {
         }
     }
     request
+}
+
+/// Set when a request body read as it arrived passed its limit.
+type OverLimit = std::sync::Arc<std::sync::OnceLock<usize>>;
+
+/// A request body the guest reads as it arrives; past the limit, or when
+/// the client goes away, its next read fails.
+fn streamed_body(chunks: crate::request::Chunks, over: OverLimit) -> wasmtime_wasi_http::WasiBody {
+    use futures_util::StreamExt;
+    let frames = chunks.map(move |chunk| match chunk {
+        Ok(bytes) => Ok(hyper::body::Frame::data(bytes)),
+        Err(BodyError::TooLarge(limit)) => {
+            let _ = over.set(limit);
+            Err(Error::HttpRequestBodySize(Some(limit as u64)))
+        }
+        Err(err) => Err(Error::InternalError(Some(err.to_string()))),
+    });
+    http_body_util::StreamBody::new(frames).boxed_unsync()
 }
 
 /// Drives the guest's `handle` and its response together: the head when it

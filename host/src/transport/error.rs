@@ -172,6 +172,7 @@ impl From<&RouteError> for ApiError {
                 "the agent reported an internal error",
             ),
             CallError::BadRequest(m) => ApiError::new(S::BAD_REQUEST, "bad_request", m.clone()),
+            CallError::BodyTooLarge(limit) => ApiError::body_too_large(*limit),
             CallError::Canceled => ApiError::new(
                 S::from_u16(499).expect("valid"),
                 "canceled",
@@ -258,6 +259,7 @@ mod tests {
             (CallError::MemoryLimit, 500),
             (CallError::InvalidResponse("x".into()), 502),
             (CallError::BadRequest("x".into()), 400),
+            (CallError::BodyTooLarge(1), 413),
             (CallError::NotFound("x".into()), 404),
             (CallError::Unavailable("x".into()), 503),
         ];

@@ -251,9 +251,40 @@ pub(super) fn neutral(
         agent: Arc::from(""),
         metadata: Vec::new(),
         call: request::Call::Handle,
+        incoming: None,
     };
-    let body = request::Body::Deferred(Box::new(move |limit| Box::pin(read_body(body, limit))));
-    (request, body)
+    (request, request::Body::Wire(Box::new(Wire(body))))
+}
+
+/// An HTTP request body, read by the pipeline when it asks.
+struct Wire(Body);
+
+impl request::Wire for Wire {
+    fn read(
+        self: Box<Self>,
+        limit: usize,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<bytes::Bytes, request::BodyError>> + Send>>
+    {
+        Box::pin(read_body(self.0, limit))
+    }
+
+    fn chunks(self: Box<Self>, limit: usize) -> request::Chunks {
+        use futures_util::StreamExt;
+        // A declared length past the limit is refused before anything is read.
+        if hyper::body::Body::size_hint(&self.0).lower() > limit as u64 {
+            let refused = Err(request::BodyError::TooLarge(limit));
+            return Box::pin(futures_util::stream::once(std::future::ready(refused)));
+        }
+        let mut seen = 0usize;
+        Box::pin(self.0.into_data_stream().map(move |chunk| {
+            let chunk = chunk.map_err(|_| request::BodyError::Unreadable)?;
+            seen += chunk.len();
+            if seen > limit {
+                return Err(request::BodyError::TooLarge(limit));
+            }
+            Ok(chunk)
+        }))
+    }
 }
 
 /// The HTTP answer for what the pipeline produced: a whole or a streamed

@@ -79,7 +79,12 @@ fn inspect_reports_world_digest_imports_and_exports() {
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report["world"].is_null());
-    assert!(report["fits"].as_str().unwrap().contains("fits neither"));
+    assert!(
+        report["fits"]
+            .as_str()
+            .unwrap()
+            .contains("fits none of the agent world")
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let core = dir.path().join("core.wasm");

@@ -52,7 +52,7 @@ fn bad_files_are_refused_one_by_one_and_good_ones_load() {
         reason_for(&snapshot, "core.wasm").contains("core WebAssembly module, not a component")
     );
     assert!(reason_for(&snapshot, "broken.wasm").contains("failed to compile"));
-    assert!(reason_for(&snapshot, "shapes.wasm").contains("fits neither the agent world"));
+    assert!(reason_for(&snapshot, "shapes.wasm").contains("fits none of the agent world"));
     assert!(reason_for(&snapshot, "bad name.wasm").contains("not a valid agent name"));
     assert_eq!(snapshot.refused.len(), 7, "{:?}", snapshot.refused);
 }

@@ -232,6 +232,89 @@ async fn misbehaving_wasi_http_components_are_bounded_and_classified() {
     server.stop().await;
 }
 
+/// One piece of a request body the test writes piece by piece.
+type Piece = Result<hyper::body::Frame<Bytes>, std::convert::Infallible>;
+type Pieces = http_body_util::StreamBody<tokio_stream::wrappers::ReceiverStream<Piece>>;
+type Answer = Result<http::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error>;
+
+fn piece(text: &'static str) -> Piece {
+    Ok(hyper::body::Frame::data(Bytes::from_static(
+        text.as_bytes(),
+    )))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn request_bodies_reach_the_component_as_they_arrive() {
+    let dir = agents_dir(&["http_faults", "http_echo"]);
+    let kdl = r#"
+        agent "http_echo" {
+            request-body "1KiB"
+        }
+    "#;
+    let server = Server::start(config(dir.path(), kdl)).await;
+    // `relay` answers each piece of the upload as it reads it: the answer
+    // to the first piece arrives while the upload is still open.
+    let (tx, pending) = upload(server.url("/agents/http_faults/relay"));
+    tx.send(piece("first ")).await.unwrap();
+    let mut resp = pending.await.unwrap().unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let first = next_chunk(resp.body_mut()).await.unwrap().unwrap();
+    assert_eq!(first, "first ");
+    tx.send(piece("second")).await.unwrap();
+    let second = next_chunk(resp.body_mut()).await.unwrap().unwrap();
+    assert_eq!(second, "second");
+    drop(tx);
+    assert_eq!(drain(resp.body_mut()).await, Ok(()));
+
+    // An upload past the limit fails the guest's read: 413, whether the
+    // length was declared or the body just kept coming.
+    let client = client();
+    let url = server.url("/agents/http_echo");
+    let reply = send(&client, Method::POST, &url, &[], vec![b'x'; 4096]).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "{}",
+        reply.text()
+    );
+    assert_eq!(reply.error_code(), "body_too_large");
+    let (tx, pending) = upload(url.clone());
+    // 64 bytes a piece: the host stops reading once past 1 KiB, so later
+    // pieces may find nobody taking them.
+    for _ in 0..32 {
+        let sixty_four = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        if tx.send(piece(sixty_four)).await.is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    let resp = pending.await.unwrap().unwrap();
+    assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // And the host keeps serving.
+    let reply = send(&client, Method::POST, &url, &[], "small").await;
+    assert_eq!(
+        (reply.status, reply.text().as_str()),
+        (StatusCode::OK, "small")
+    );
+    server.stop().await;
+}
+
+/// Starts a POST to `url` whose body the test sends piece by piece.
+fn upload(
+    url: String,
+) -> (
+    tokio::sync::mpsc::Sender<Piece>,
+    tokio::task::JoinHandle<Answer>,
+) {
+    let client: hyper_util::client::legacy::Client<_, Pieces> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build_http();
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let body = http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+    let req = http::Request::post(url).body(body).unwrap();
+    (tx, tokio::spawn(client.request(req)))
+}
+
 /// Reads `body` to its end: `Err` when the answer was cut off.
 async fn drain(body: &mut hyper::body::Incoming) -> Result<(), String> {
     while next_chunk(body).await?.is_some() {}

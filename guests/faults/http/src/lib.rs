@@ -7,6 +7,10 @@
 //! - `/trap-after-head`: sends the head and a first chunk, then traps.
 //! - `/forever`: streams 1 KiB chunks as fast as it can, until stopped.
 //! - `/drip`: streams a 1 KiB chunk every 100 ms, until stopped.
+//! - `/trickle`: ten 100-byte chunks, 50 ms apart, then the end (for
+//!   time-to-first-byte measurements).
+//! - `/relay`: sends the head, then each piece of the request body as it
+//!   arrives.
 //! - `/fetch?URL`: GETs the plain-HTTP URL and answers 200 with its body,
 //!   or 502 with the error the host gave.
 //! - anything else: 200 `ok`.
@@ -49,6 +53,29 @@ impl Guest for Faults {
                         wasi::clocks::monotonic_clock::subscribe_duration(100_000_000).block();
                     }
                 }
+            }
+            "/trickle" => {
+                let (outgoing, mut stream) = start(out, 200);
+                for i in 0..10 {
+                    if i > 0 {
+                        wasi::clocks::monotonic_clock::subscribe_duration(50_000_000).block();
+                    }
+                    stream.write_all(&[b't'; 100]).unwrap();
+                    stream.flush().unwrap();
+                }
+                drop(stream);
+                OutgoingBody::finish(outgoing, None).unwrap();
+            }
+            "/relay" => {
+                let incoming = request.consume().unwrap();
+                let input = incoming.stream().unwrap();
+                let (outgoing, mut stream) = start(out, 200);
+                while let Ok(chunk) = read(&input) {
+                    stream.write_all(&chunk).unwrap();
+                    stream.flush().unwrap();
+                }
+                drop((stream, input));
+                OutgoingBody::finish(outgoing, None).unwrap();
             }
             "/fetch" => match fetch(query) {
                 Ok(body) => answer(out, 200, &body),
@@ -99,13 +126,22 @@ fn fetch(url: &str) -> Result<Vec<u8>, String> {
     let stream = body.stream().map_err(|_| "no stream")?;
     let mut bytes = Vec::new();
     loop {
-        match stream.blocking_read(64 * 1024) {
+        match read(&stream) {
             Ok(chunk) => bytes.extend_from_slice(&chunk),
-            Err(wasi::io::streams::StreamError::Closed) => break,
-            Err(wasi::io::streams::StreamError::LastOperationFailed(e)) => {
-                return Err(format!("reading the answer: {}", e.to_debug_string()));
-            }
+            Err(None) => return Ok(bytes),
+            Err(Some(e)) => return Err(format!("reading the answer: {e}")),
         }
     }
-    Ok(bytes)
+}
+
+/// The next piece of `stream`: `Err(None)` at its end, `Err(Some(why))`
+/// when it failed.
+fn read(stream: &wasi::io::streams::InputStream) -> Result<Vec<u8>, Option<String>> {
+    match stream.blocking_read(64 * 1024) {
+        Ok(chunk) => Ok(chunk),
+        Err(wasi::io::streams::StreamError::Closed) => Err(None),
+        Err(wasi::io::streams::StreamError::LastOperationFailed(e)) => {
+            Err(Some(e.to_debug_string()))
+        }
+    }
 }
