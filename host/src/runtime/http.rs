@@ -167,33 +167,29 @@ async fn exchange(
     };
     let (parts, mut body) = resp.into_parts();
     let mut headers = parts.headers;
-    // A streamed body keeps the length the guest declared (the transport
-    // frames by it, and cuts the answer off if the guest breaks it); a
-    // gathered one gets the length it has.
-    let owned: Vec<HeaderName> = headers
-        .keys()
-        .filter(|n| host_owned(n) && (sink.is_none() || *n != http::header::CONTENT_LENGTH))
-        .cloned()
-        .collect();
+    let owned: Vec<HeaderName> = headers.keys().filter(|n| host_owned(n)).cloned().collect();
+    let mut declared = None;
     for name in owned {
-        headers.remove(name);
+        let value = headers.remove(&name);
+        if name == http::header::CONTENT_LENGTH {
+            declared = value;
+        }
     }
+    // The body is gathered while it comes without waiting; once the guest
+    // would make the answer wait, a sink gets the head and what came so
+    // far, and the rest streams. A streamed body keeps the length the guest
+    // declared (the transport frames by it, and cuts the answer off if the
+    // guest breaks it); a gathered one gets the length it has.
     let mut gathered = BytesMut::new();
-    if let Some(sink) = sink
-        && let Err(why) = sink.start(parts.status, headers.clone())
-    {
-        return (
-            finish(call, ended).await,
-            Err(CallError::InvalidResponse(why)),
-        );
-    }
+    let mut streaming = None;
     loop {
         let frame = match &ended {
             // What it wrote before trapping is not a whole answer.
             Some(Err(_)) => break,
             // Once `handle` has returned, everything it wrote is queued:
-            // a body still open was never finished.
-            Some(Ok(())) => match body.frame().now_or_never() {
+            // a body still open was never finished. (Unconstrained: tokio's
+            // task budget must not make queued data look pending.)
+            Some(Ok(())) => match tokio::task::coop::unconstrained(body.frame()).now_or_never() {
                 Some(frame) => frame,
                 None => {
                     let why = "the component returned with its response body unfinished";
@@ -207,6 +203,21 @@ async fn exchange(
                     continue;
                 }
                 frame = body.frame() => frame,
+                _ = std::future::ready(()), if streaming.is_none() && sink.is_some() => {
+                    let sink = sink.expect("checked by the branch");
+                    let mut head = headers.clone();
+                    if let Some(length) = declared.take() {
+                        head.insert(http::header::CONTENT_LENGTH, length);
+                    }
+                    let started = sink
+                        .start(parts.status, head)
+                        .and_then(|()| sink.write(gathered.split().freeze()));
+                    if let Err(why) = started {
+                        return (None, Err(CallError::InvalidResponse(why)));
+                    }
+                    streaming = Some(sink);
+                    continue;
+                }
             },
         };
         let chunk = match frame {
@@ -222,7 +233,7 @@ async fn exchange(
                 return (ended, Err(CallError::InvalidResponse(why)));
             }
         };
-        let written = match sink {
+        let written = match streaming {
             Some(sink) => sink.write(chunk),
             None => gather(&mut gathered, chunk, limit),
         };

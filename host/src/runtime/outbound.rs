@@ -41,6 +41,12 @@ type SendResult = Result<(http::Response<WasiBody>, IoFuture), Error>;
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
 
 impl WasiHttpHooks for Hooks {
+    /// The default list, without the allocation the default makes per
+    /// header a guest sets.
+    fn is_forbidden_header(&mut self, name: &http::HeaderName) -> bool {
+        wasmtime_wasi_http::DEFAULT_FORBIDDEN_HEADERS.contains(name)
+    }
+
     fn send_request(
         &mut self,
         request: http::Request<WasiBody>,

@@ -70,6 +70,7 @@ fn every_kdl_snippet_in_the_readme_and_docs_is_valid() {
         ("docs/filters.md", 2),
         ("docs/a2a.md", 1),
         ("docs/reload.md", 1),
+        ("docs/wasi-http.md", 1),
     ];
     for (doc, least) in docs {
         let text = std::fs::read_to_string(root.join(doc)).unwrap();

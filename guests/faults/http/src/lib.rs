@@ -4,7 +4,8 @@
 //! - `/never`: returns without setting a response.
 //! - `/error`: sets an error instead of a response.
 //! - `/trap`: traps before answering.
-//! - `/trap-after-head`: sends the head and a first chunk, then traps.
+//! - `/trap-after-head`: sends the head and a first chunk, waits 50 ms,
+//!   then traps.
 //! - `/forever`: streams 1 KiB chunks as fast as it can, until stopped.
 //! - `/drip`: streams a 1 KiB chunk every 100 ms, until stopped.
 //! - `/trickle`: ten 100-byte chunks, 50 ms apart, then the end (for
@@ -42,6 +43,8 @@ impl Guest for Faults {
                 let (_outgoing, mut stream) = start(out, 200);
                 stream.write_all(b"partial").unwrap();
                 stream.flush().unwrap();
+                // Waiting makes the host send what it has: the head leaves.
+                wasi::clocks::monotonic_clock::subscribe_duration(50_000_000).block();
                 panic!("trapping after the head");
             }
             "/forever" | "/drip" => {
