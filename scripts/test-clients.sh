@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real clients the tests drive Wharf with, once; a no-op when
 # they are present. Prints nothing on success but what it installs.
+#   MessagePack: `msgpack` (pinned) in the same venv, for the binary
+#        transport's Python client (examples/wharf_binary.py)
 #   A2A: the official Python SDK (`a2a-sdk`, pinned) in a venv under
 #        target/toolchains/a2a-client, and the official JavaScript SDK
 #        (`@a2a-js/sdk`, pinned by its lock file) under target/toolchains/a2a-js
@@ -8,6 +10,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/target/toolchains/a2a-client"
 a2a_sdk_version=1.3.0
+msgpack_version=1.2.4
 
 if [ ! -x "$venv/bin/python" ] \
     || [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("a2a-sdk"))' 2>/dev/null)" != "$a2a_sdk_version" ]; then
@@ -15,6 +18,10 @@ if [ ! -x "$venv/bin/python" ] \
     rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "a2a-sdk==$a2a_sdk_version" >&2
+fi
+if [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("msgpack"))' 2>/dev/null)" != "$msgpack_version" ]; then
+    echo "installing msgpack $msgpack_version (pip)" >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check "msgpack==$msgpack_version" >&2
 fi
 
 # A2A: the official JavaScript SDK (`@a2a-js/sdk`), pinned by

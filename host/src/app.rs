@@ -18,6 +18,7 @@ use crate::pipeline::Pipeline;
 use crate::registry::load_dir;
 use crate::reload::{ConfigSource, ReloadHandle, Reloader};
 use crate::runtime::{EngineSettings, Runtime};
+use crate::transport::slots::Slots;
 use crate::transport::{self, AppState};
 
 /// Errors that stop Wharf from starting.
@@ -33,6 +34,8 @@ pub enum StartError {
     Audit(std::io::Error),
     #[error("{0}")]
     Tasks(String),
+    #[error("binary transport: {0}")]
+    Binary(String),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -102,6 +105,7 @@ pub struct App {
     pub runtime: Arc<Runtime>,
     pub state: Arc<AppState>,
     listener: TcpListener,
+    binary: Option<transport::binary::Listeners>,
     reloader: Reloader,
     reload: ReloadHandle,
 }
@@ -135,6 +139,14 @@ impl App {
                     addr: config.listen,
                     source,
                 })?;
+        let binary = match &config.binary {
+            Some(binary) => Some(
+                transport::binary::Listeners::bind(binary)
+                    .await
+                    .map_err(StartError::Binary)?,
+            ),
+            None => None,
+        };
         let audit = AuditLog::open(&config.audit).map_err(StartError::Audit)?;
         let metrics = Metrics::new();
         let a2a = open_tasks(&config, &metrics).await?;
@@ -163,6 +175,7 @@ impl App {
             runtime,
             state,
             listener,
+            binary,
             reloader,
             reload,
         })
@@ -184,6 +197,11 @@ impl App {
         self.listener
             .local_addr()
             .expect("a bound listener has an address")
+    }
+
+    /// The binary transport's TCP address, when it listens on TCP.
+    pub fn binary_tcp_addr(&self) -> Option<SocketAddr> {
+        self.binary.as_ref().and_then(|b| b.tcp_addr())
     }
 
     /// Serves until `shutdown` resolves and open connections have finished.
@@ -209,7 +227,46 @@ impl App {
             false => None,
         };
         let reloads = tokio::spawn(self.reloader.run());
-        transport::serve(self.listener, router, self.config.server, shutdown).await;
+        // One shutdown for every transport: HTTP's accept loop fires it.
+        let (down, down_rx) = tokio::sync::watch::channel(false);
+        let metrics = self.state.pipeline.metrics();
+        let evicted = |listener: &'static str| {
+            let label = vec![metrics::Label::new("listener", listener)];
+            crate::metrics::counter(metrics.recorder(), "wharf_connections_evicted_total", label)
+        };
+        let http_slots = Slots::new(self.config.server.connections, evicted("http"));
+        let binary = self.binary.map(|listeners| {
+            if let Some(path) = listeners.unix_path() {
+                tracing::info!(path = %path.display(), "binary transport listening");
+            }
+            if let Some(addr) = listeners.tcp_addr() {
+                tracing::info!(%addr, "binary transport listening");
+            }
+            let server = self.config.server;
+            let slots = Slots::new(listeners.connections(), evicted("binary"));
+            tokio::spawn(listeners.serve(
+                self.state.clone(),
+                slots,
+                server.request_timeout,
+                server.shutdown_grace,
+                down_rx,
+            ))
+        });
+        let shutdown = async move {
+            shutdown.await;
+            let _ = down.send(true);
+        };
+        transport::serve(
+            self.listener,
+            router,
+            self.config.server,
+            http_slots,
+            shutdown,
+        )
+        .await;
+        if let Some(binary) = binary {
+            let _ = binary.await;
+        }
         drop(watching);
         reloads.abort();
         housekeeping.abort();

@@ -8,6 +8,9 @@ pub mod app;
 pub mod config;
 pub mod egress;
 pub mod filter;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inspect;
 pub mod metrics;
 pub mod pipeline;

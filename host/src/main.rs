@@ -37,6 +37,10 @@ enum Command {
         /// Listen address, overriding the configuration.
         #[arg(long)]
         listen: Option<SocketAddr>,
+        /// Also serve the binary transport on this Unix socket
+        /// (docs/binary.md), overriding the configuration's `unix`.
+        #[arg(long)]
+        unix: Option<PathBuf>,
     },
     /// Validate a configuration file and print every problem in it.
     Check {
@@ -131,7 +135,8 @@ fn main() -> ExitCode {
             config,
             agents,
             listen,
-        } => serve(config, agents, listen),
+            unix,
+        } => serve(config, agents, listen, unix),
         Command::Check { file } => check(&file),
         Command::Inspect { file, json } => inspect(&file, json),
         Command::Keygen { name } => {
@@ -148,7 +153,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn serve(config: Option<PathBuf>, agents: Option<PathBuf>, listen: Option<SocketAddr>) -> ExitCode {
+fn serve(
+    config: Option<PathBuf>,
+    agents: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+    unix: Option<PathBuf>,
+) -> ExitCode {
     let default_file = Path::new("wharf.kdl");
     let file = match config {
         Some(path) => Some(path),
@@ -172,8 +182,10 @@ fn serve(config: Option<PathBuf>, agents: Option<PathBuf>, listen: Option<Socket
     let overrides = Overrides {
         agents_dir: agents,
         listen,
+        unix,
     };
     overrides.apply(&mut config);
+    raise_fd_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -343,5 +355,19 @@ fn new_project(parent: &Path, name: &str, lang: Lang) -> ExitCode {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Lets Wharf hold as many connections as the system allows: the soft
+/// limit on open files is raised to the hard one (often 1,024 against
+/// hundreds of thousands), as a server that counts its own connections
+/// should.
+fn raise_fd_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+        && let Err(err) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+    {
+        tracing::warn!(soft, hard, error = %err, "cannot raise the open-file limit");
     }
 }

@@ -183,7 +183,7 @@ impl Pipeline {
             .routes
             .get(agent)
             .ok_or_else(|| PipelineError::AgentNotFound(agent.to_string()))?;
-        req.affinity = route.affinity_key(&req.headers);
+        req.affinity = route.affinity_for(req.affinity.take(), &req.headers);
         req.agent = route.core.entry.origin.name.as_str().into();
         let chain = stages.chains.for_agent(agent);
         if chain.is_empty() {

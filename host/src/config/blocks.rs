@@ -21,14 +21,14 @@ impl Walker {
         for child in self.block(node) {
             match child.name().value() {
                 "mode" => set(&mut i.mode, self.mode(child)),
-                "max" => set(&mut i.max, self.count(child, 1)),
-                "max-uses" => set(&mut i.max_uses, self.count(child, 1).map(|n| n as u64)),
+                "max" => set(&mut i.max, self.count(child)),
+                "max-uses" => set(&mut i.max_uses, self.count(child).map(|n| n as u64)),
                 "max-memory" => {
                     if let Some(size) = self.size(child) {
                         i.max_memory = Some(size);
                     }
                 }
-                "queue" => set(&mut i.queue, self.count(child, 0)),
+                "queue" => set(&mut i.queue, self.count(child)),
                 _ => self.unknown(child, "in `instances`", INSTANCES),
             }
         }
@@ -53,9 +53,7 @@ impl Walker {
         for child in self.block(node) {
             match child.name().value() {
                 "interval" => set(&mut h.interval, self.duration(child)),
-                "unhealthy-after" => {
-                    set(&mut h.unhealthy_after, self.count(child, 1).map(clamp_u32))
-                }
+                "unhealthy-after" => set(&mut h.unhealthy_after, self.count(child).map(clamp_u32)),
                 _ => self.unknown(child, "in `health`", HEALTH),
             }
         }
@@ -64,7 +62,7 @@ impl Walker {
     pub(super) fn breaker(&mut self, node: &KdlNode, b: &mut Breaker) {
         for child in self.block(node) {
             match child.name().value() {
-                "failures" => set(&mut b.failures, self.count(child, 1).map(clamp_u32)),
+                "failures" => set(&mut b.failures, self.count(child).map(clamp_u32)),
                 "cool-down" => set(&mut b.cool_down, self.duration(child)),
                 _ => self.unknown(child, "in `breaker`", BREAKER),
             }
@@ -98,7 +96,7 @@ impl Walker {
                     }
                 }
                 "ttl" => set(&mut ttl, self.duration(child)),
-                "capacity" => set(&mut capacity, self.count(child, 1)),
+                "capacity" => set(&mut capacity, self.count(child)),
                 _ => self.unknown(child, "in `affinity`", AFFINITY),
             }
         }
@@ -125,9 +123,9 @@ impl Walker {
         let mut by = slot.map_or(RateKey::Ip, |r| r.by);
         for child in self.block(node) {
             match child.name().value() {
-                "requests" => requests = self.count(child, 1).map(clamp_u32).or(requests),
+                "requests" => requests = self.count(child).map(clamp_u32).or(requests),
                 "per" => set(&mut per, self.duration(child)),
-                "burst" => burst = self.count(child, 1).map(clamp_u32).or(burst),
+                "burst" => burst = self.count(child).map(clamp_u32).or(burst),
                 "by" => {
                     if let Some((text, span)) = self.string(child) {
                         match text.as_str() {

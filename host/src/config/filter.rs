@@ -216,6 +216,9 @@ impl Walker {
                             return None;
                         }
                     };
+                    let parsed = parsed.and_then(|n| {
+                        super::bounds::size("body-limit", n as u64).map(|n| n as usize)
+                    });
                     size = Some(self.check(entry, parsed)?);
                 }
                 None => {

@@ -4,7 +4,9 @@
 //! Nothing here touches the network or the runtime.
 
 mod a2a;
+mod binary;
 mod blocks;
+mod bounds;
 mod card;
 mod diag;
 mod filter;
@@ -22,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use a2a::A2aSettings;
+pub use binary::{Binary, Owner, UnixSocket};
+pub use bounds::extremes;
 pub use card::CardSettings;
 pub use diag::{ConfigError, Problem};
 pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLimit};
@@ -45,6 +49,8 @@ pub struct Config {
     pub agents_dir: PathBuf,
     /// Listener-wide settings.
     pub server: Server,
+    /// The binary transport's listeners; none when `None`.
+    pub binary: Option<Binary>,
     /// What applies to every agent without an `agent` block.
     pub defaults: Policy,
     /// Agents with an `agent` block: the defaults with that block applied.
@@ -118,6 +124,9 @@ pub struct Server {
     pub connections: usize,
     /// Time a client has to send a complete request head (HTTP/1.1).
     pub header_timeout: Duration,
+    /// Largest request head (request line and headers) accepted, in
+    /// bytes; past it the answer is 431.
+    pub max_head: usize,
     /// Time a whole request may take, body upload and agent call included
     /// (longer: 408).
     pub request_timeout: Duration,
@@ -132,6 +141,7 @@ impl Default for Server {
         Server {
             connections: 1024,
             header_timeout: Duration::from_secs(10),
+            max_head: 64 << 10,
             request_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
             component_size: 64 << 20,
@@ -145,6 +155,7 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             agents_dir: PathBuf::from("agents"),
             server: Server::default(),
+            binary: None,
             defaults: Policy::default(),
             agents: BTreeMap::new(),
             cache: Cache::Default,
@@ -171,6 +182,11 @@ impl Config {
             && path.is_relative()
         {
             config.tasks.path = Some(base_dir.join(path));
+        }
+        if let Some(socket) = config.binary.as_mut().and_then(|b| b.unix.as_mut())
+            && socket.path.is_relative()
+        {
+            socket.path = base_dir.join(&socket.path);
         }
         if let Cache::Dir(dir) = &config.cache
             && dir.is_relative()

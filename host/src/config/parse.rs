@@ -11,6 +11,7 @@ use std::time::Duration;
 use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use miette::SourceSpan;
 
+use super::bounds;
 use super::diag::{ConfigError, Problem};
 use super::trust::TrustBlock;
 use super::units::{parse_duration, parse_size};
@@ -20,6 +21,7 @@ const TOP: &[&str] = &[
     "listen",
     "agents",
     "server",
+    "binary",
     "cache",
     "limits",
     "instances",
@@ -48,6 +50,7 @@ const LIMITS: &[&str] = &[
 const SERVER: &[&str] = &[
     "connections",
     "header-timeout",
+    "max-head",
     "request-timeout",
     "shutdown-grace",
     "component-size",
@@ -131,6 +134,7 @@ impl Walker {
                     }
                 }
                 "server" => self.server(node, &mut config.server),
+                "binary" => config.binary = self.binary(node),
                 "cache" => set(&mut config.cache, self.cache(node)),
                 "audit" => set(&mut config.audit, self.audit(node)),
                 "tasks" => self.tasks(node, &mut config.tasks),
@@ -183,8 +187,8 @@ impl Walker {
             "deadline" => set(&mut limits.deadline, self.duration(child)),
             "request-body" => set(&mut limits.request_body, self.usize_size(child)),
             "response-body" => set(&mut limits.response_body, self.usize_size(child)),
-            "concurrency" => set(&mut limits.concurrency, self.count(child, 1)),
-            "retries" => set(&mut limits.retries, self.count(child, 0).map(clamp_u32)),
+            "concurrency" => set(&mut limits.concurrency, self.count(child)),
+            "retries" => set(&mut limits.retries, self.count(child).map(clamp_u32)),
             _ => return false,
         }
         true
@@ -193,8 +197,9 @@ impl Walker {
     fn server(&mut self, node: &KdlNode, s: &mut Server) {
         for child in self.block(node) {
             match child.name().value() {
-                "connections" => set(&mut s.connections, self.count(child, 1)),
+                "connections" => set(&mut s.connections, self.count(child)),
                 "header-timeout" => set(&mut s.header_timeout, self.duration(child)),
+                "max-head" => set(&mut s.max_head, self.usize_size(child)),
                 "request-timeout" => set(&mut s.request_timeout, self.duration(child)),
                 "shutdown-grace" => set(&mut s.shutdown_grace, self.duration(child)),
                 "component-size" => set(&mut s.component_size, self.size(child)),
@@ -406,7 +411,7 @@ impl Walker {
         }
     }
 
-    fn socket_addr(&mut self, node: &KdlNode) -> Option<SocketAddr> {
+    pub(super) fn socket_addr(&mut self, node: &KdlNode) -> Option<SocketAddr> {
         let (text, span) = self.string(node)?;
         match text.parse() {
             Ok(addr) => Some(addr),
@@ -432,7 +437,7 @@ impl Walker {
                 return None;
             }
         };
-        self.check(entry, parsed)
+        self.check(entry, parsed.and_then(|n| bounds::size(key, n)))
     }
 
     pub(super) fn usize_size(&mut self, node: &KdlNode) -> Option<usize> {
@@ -454,31 +459,26 @@ impl Walker {
             if d.is_zero() {
                 Err(format!("`{key}` must be longer than zero"))
             } else {
-                Ok(d)
+                bounds::duration(key, d)
             }
         });
         self.check(entry, parsed)
     }
 
-    pub(super) fn count(&mut self, node: &KdlNode, min: usize) -> Option<usize> {
+    /// A whole number in the range [`bounds`] gives the node.
+    pub(super) fn count(&mut self, node: &KdlNode) -> Option<usize> {
         let entry = self.sole_entry(node, false)?;
         let key = node.name().value();
-        match entry.value() {
-            KdlValue::Integer(i) if *i >= min as i128 => {
-                Some(usize::try_from(*i).unwrap_or(usize::MAX))
-            }
-            KdlValue::Integer(i) => {
-                self.problems.push(Problem::new(
-                    entry.span(),
-                    format!("`{key}` must be at least {min}, found {i}"),
-                ));
-                None
-            }
+        let parsed = match entry.value() {
+            KdlValue::Integer(i) => u64::try_from(*i)
+                .map_err(|_| format!("`{key}` must be at least 0, found {i}"))
+                .and_then(|n| bounds::count(key, n)),
             _ => {
                 self.wrong_type(entry, &format!("`{key}` expects a whole number"));
-                None
+                return None;
             }
-        }
+        };
+        self.check(entry, parsed).map(|n| n as usize)
     }
 
     pub(super) fn check<T>(&mut self, entry: &KdlEntry, parsed: Result<T, String>) -> Option<T> {

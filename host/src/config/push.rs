@@ -126,8 +126,8 @@ impl Walker {
                 "allow" => self.allow(child, &mut push.allow),
                 "timeout" => set(&mut push.timeout, self.duration(child)),
                 "backoff" => set(&mut push.backoff, self.duration(child)),
-                "attempts" => set(&mut push.attempts, self.count(child, 1)),
-                "max-configs" => set(&mut push.max_configs, self.count(child, 1)),
+                "attempts" => set(&mut push.attempts, self.count(child)),
+                "max-configs" => set(&mut push.max_configs, self.count(child)),
                 _ => self.unknown(child, "in `push`", PUSH),
             }
         }

@@ -96,7 +96,7 @@ impl Walker {
                 }
                 "max-age" => tasks.retention.max_age = self.duration(child),
                 "max-tasks" => {
-                    tasks.retention.max_tasks = self.count(child, 1).map(|n| n as u64);
+                    tasks.retention.max_tasks = self.count(child).map(|n| n as u64);
                 }
                 _ => self.unknown(child, "in `tasks`", TASKS),
             }

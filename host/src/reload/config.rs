@@ -13,6 +13,9 @@ use crate::config::Config;
 pub struct Overrides {
     pub agents_dir: Option<PathBuf>,
     pub listen: Option<SocketAddr>,
+    /// A Unix socket for the binary transport (its other settings as the
+    /// configuration has them, else the defaults).
+    pub unix: Option<PathBuf>,
 }
 
 impl Overrides {
@@ -22,6 +25,14 @@ impl Overrides {
         }
         if let Some(addr) = self.listen {
             config.listen = addr;
+        }
+        if let Some(path) = &self.unix {
+            let binary = config.binary.get_or_insert_with(Default::default);
+            binary.unix = Some(crate::config::UnixSocket {
+                path: path.clone(),
+                mode: None,
+                owner: None,
+            });
         }
     }
 }
@@ -65,6 +76,7 @@ pub fn keep_fixed(running: &Config, new: &mut Config) -> Vec<&'static str> {
         listen => "listen",
         agents_dir => "agents",
         server => "server",
+        binary => "binary",
         cache => "cache",
         audit => "audit",
         tasks => "tasks",

@@ -163,8 +163,17 @@ impl AgentRoute {
 
     /// The request's affinity key, from the configured header or cookie.
     pub fn affinity_key(&self, headers: &HeaderMap) -> Option<String> {
+        self.affinity_for(None, headers)
+    }
+
+    /// The session key of a request on this route: the one its transport
+    /// carried (the binary transport's `affinity` field), else the
+    /// configured header or cookie; none when the route has no affinity.
+    pub fn affinity_for(&self, given: Option<String>, headers: &HeaderMap) -> Option<String> {
         let source = &self.core.policy.affinity.as_ref()?.source;
-        affinity_key(source, headers)
+        given
+            .filter(|key| !key.is_empty() && key.len() <= MAX_AFFINITY_KEY)
+            .or_else(|| affinity_key(source, headers))
     }
 
     /// Runs one request through rate limit, breaker and the tower stack,
@@ -363,6 +372,9 @@ fn call_status(err: &CallError) -> u16 {
 }
 
 /// Reads an affinity key from a header or a cookie.
+/// The longest session key kept: bounds what a client makes the host store.
+pub const MAX_AFFINITY_KEY: usize = 256;
+
 pub fn affinity_key(source: &AffinitySource, headers: &HeaderMap) -> Option<String> {
     let key = match source {
         AffinitySource::Header(name) => headers.get(name)?.to_str().ok()?.trim().to_string(),
@@ -376,7 +388,7 @@ pub fn affinity_key(source: &AffinitySource, headers: &HeaderMap) -> Option<Stri
             .map(|(_, v)| v.trim().to_string())?,
     };
     // Bound what a client can make the host store.
-    (!key.is_empty() && key.len() <= 256).then_some(key)
+    (!key.is_empty() && key.len() <= MAX_AFFINITY_KEY).then_some(key)
 }
 
 #[cfg(test)]

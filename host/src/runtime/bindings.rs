@@ -56,6 +56,10 @@ pub use generated::agent::wharf::plugin::types::{
     Card, Error as GuestError, Health, Request as GuestRequest, Response as GuestResponse, Skill,
 };
 pub use generated::agent::{Agent, AgentIndices, AgentPre};
+#[cfg(feature = "fuzzing")]
+pub use generated::filter::wharf::plugin::filtering::{
+    Audit as GuestAudit, Redirect as GuestRedirect,
+};
 pub use generated::filter::wharf::plugin::filtering::{
     Decision as GuestDecision, HeaderOp as GuestHeaderOp, Host as FilteringHost,
     Phases as GuestPhases, Verdict as GuestVerdict,

@@ -281,3 +281,61 @@ fn clip_list(mut items: Vec<String>) -> Vec<String> {
     }
     items
 }
+
+/// Checks a verdict built from arbitrary bytes against every phase's
+/// contract: the entry point of the `verdict` fuzz target.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_verdict(data: &[u8]) {
+    let mut u = arbitrary::Unstructured::new(data);
+    let Ok(verdict) = arbitrary_verdict(&mut u) else {
+        return;
+    };
+    for phase in Phase::ALL {
+        let _ = verdict_from_guest(verdict.clone(), phase, 4096);
+    }
+}
+
+#[cfg(feature = "fuzzing")]
+fn arbitrary_verdict(u: &mut arbitrary::Unstructured<'_>) -> arbitrary::Result<GuestVerdict> {
+    use super::bindings::GuestResponse;
+    use arbitrary::Arbitrary;
+    let decision = match u.int_in_range(0u8..=2)? {
+        0 => GuestDecision::Allow,
+        1 => GuestDecision::Block(GuestResponse {
+            status: u.arbitrary()?,
+            headers: Vec::arbitrary(u)?,
+            body: Vec::arbitrary(u)?,
+        }),
+        _ => GuestDecision::Redirect(super::bindings::GuestRedirect {
+            status: u.arbitrary()?,
+            location: String::arbitrary(u)?,
+        }),
+    };
+    let mut ops = || -> arbitrary::Result<Vec<GuestHeaderOp>> {
+        let n = u.int_in_range(0usize..=8)?;
+        (0..n)
+            .map(|_| {
+                Ok(match u.int_in_range(0u8..=2)? {
+                    0 => GuestHeaderOp::Set((String::arbitrary(u)?, Vec::arbitrary(u)?)),
+                    1 => GuestHeaderOp::Add((String::arbitrary(u)?, Vec::arbitrary(u)?)),
+                    _ => GuestHeaderOp::Remove(String::arbitrary(u)?),
+                })
+            })
+            .collect()
+    };
+    let request_header_ops = ops()?;
+    let response_header_ops = ops()?;
+    Ok(GuestVerdict {
+        decision,
+        request_header_ops,
+        response_header_ops,
+        body: Option::arbitrary(u)?,
+        metadata: Vec::arbitrary(u)?,
+        want_body: u.arbitrary()?,
+        audit: super::bindings::GuestAudit {
+            rule_ids: Vec::arbitrary(u)?,
+            tags: Vec::arbitrary(u)?,
+            reason: String::arbitrary(u)?,
+        },
+    })
+}

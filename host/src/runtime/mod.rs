@@ -26,6 +26,8 @@ pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
 pub use call::{AgentImage, CallError, Exports, Live};
 pub use convert::{decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
+#[cfg(feature = "fuzzing")]
+pub use filter::fuzz_verdict;
 pub use filter::{FilterImage, FilterLive};
 pub use outbound::{OutboundAccess, OutboundCounters};
 pub use preinit::wants_preinit;

@@ -186,15 +186,39 @@ impl From<&RouteError> for ApiError {
     }
 }
 
+impl ApiError {
+    /// `Retry-After` in whole seconds, rounded up (at least 1).
+    pub fn retry_secs(&self) -> Option<u64> {
+        self.retry_after
+            .map(|wait| wait.as_millis().div_ceil(1000).max(1) as u64)
+    }
+}
+
+/// What every transport sends for the pipeline's result: the response, or
+/// the error as an [`ApiError`], logged (server errors as warnings) without
+/// leaking internals to the client.
+pub(super) fn outcome(
+    result: Result<crate::request::Response, PipelineError>,
+) -> Result<crate::request::Response, ApiError> {
+    result.map_err(|err| {
+        let api = ApiError::from(&err);
+        if api.status.is_server_error() {
+            tracing::warn!(status = api.status.as_u16(), error = %err, "request failed");
+        } else {
+            tracing::debug!(status = api.status.as_u16(), error = %err, "request refused");
+        }
+        api
+    })
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({ "error": { "code": self.code, "message": self.message } });
         let mut response = (self.status, Json(body)).into_response();
-        if let Some(wait) = self.retry_after {
-            let secs = wait.as_millis().div_ceil(1000).max(1);
+        if let Some(secs) = self.retry_secs() {
             response
                 .headers_mut()
-                .insert(http::header::RETRY_AFTER, HeaderValue::from(secs as u64));
+                .insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

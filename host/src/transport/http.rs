@@ -292,31 +292,19 @@ impl request::Wire for Wire {
 pub(super) fn answer(
     result: Result<request::Response, crate::pipeline::PipelineError>,
 ) -> Result<Response, ApiError> {
-    match result {
-        Ok(resp) => {
-            let body = match resp.stream {
-                None => Body::from(resp.body),
-                Some(stream) if resp.body.is_empty() => Body::from_stream(stream),
-                Some(stream) => {
-                    let head = futures_util::stream::once(std::future::ready(Ok(resp.body)));
-                    Body::from_stream(futures_util::StreamExt::chain(head, stream))
-                }
-            };
-            let mut out = Response::new(body);
-            *out.status_mut() = resp.status;
-            *out.headers_mut() = resp.headers;
-            Ok(out)
+    let resp = super::error::outcome(result)?;
+    let body = match resp.stream {
+        None => Body::from(resp.body),
+        Some(stream) if resp.body.is_empty() => Body::from_stream(stream),
+        Some(stream) => {
+            let head = futures_util::stream::once(std::future::ready(Ok(resp.body)));
+            Body::from_stream(futures_util::StreamExt::chain(head, stream))
         }
-        Err(err) => {
-            let api = ApiError::from(&err);
-            if api.status.is_server_error() {
-                tracing::warn!(status = api.status.as_u16(), error = %err, "request failed");
-            } else {
-                tracing::debug!(status = api.status.as_u16(), error = %err, "request refused");
-            }
-            Err(api)
-        }
-    }
+    };
+    let mut out = Response::new(body);
+    *out.status_mut() = resp.status;
+    *out.headers_mut() = resp.headers;
+    Ok(out)
 }
 
 /// Collects the body, refusing it past `limit` (declared or actual).

@@ -2,9 +2,11 @@
 //! pipeline and never the runtime.
 
 mod a2a;
+pub mod binary;
 mod error;
 mod http;
 mod serve;
+pub mod slots;
 
 pub use error::ApiError;
 pub use http::{AppState, router};

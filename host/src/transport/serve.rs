@@ -1,6 +1,7 @@
 //! The accept loop: hyper-util's auto builder (HTTP/1.1 and h2c) with a
-//! timer so header-read timeouts fire, a connection limit, and graceful
-//! shutdown that lets in-flight requests finish.
+//! timer so header-read timeouts fire, a bounded request head, the
+//! connection limit (idle connections make room, see [`super::slots`]), and
+//! graceful shutdown that lets in-flight requests finish.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -14,8 +15,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tower::Service;
+
+use super::slots::{Busy, Slot, Slots};
 
 use crate::config::Server;
 
@@ -28,6 +30,7 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     settings: Server,
+    slots: Arc<Slots>,
     shutdown: impl Future<Output = ()>,
 ) {
     let mut builder = Builder::new(TokioExecutor::new());
@@ -35,26 +38,18 @@ pub async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(settings.header_timeout)
+        .max_buf_size(settings.max_head)
         .keep_alive(true);
     builder
         .http2()
         .timer(TokioTimer::new())
+        .max_header_list_size(settings.max_head as u32)
         .max_concurrent_streams(MAX_H2_STREAMS);
     let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
-    let permits = Arc::new(Semaphore::new(settings.connections));
     tokio::pin!(shutdown);
 
     loop {
-        // Take a permit before accepting: past the limit, clients wait in
-        // the kernel's backlog instead of being accepted and starved.
-        let permit = tokio::select! {
-            permit = permits.clone().acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            () = &mut shutdown => break,
-        };
         let (stream, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
@@ -67,17 +62,28 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        // A slot for it: at the limit the connection idle longest makes
+        // room; when all are busy, this one waits, and the clients after
+        // it wait in the kernel's backlog.
+        let slot = tokio::select! {
+            slot = slots.acquire() => Arc::new(slot),
+            () = &mut shutdown => break,
+        };
         let _ = stream.set_nodelay(true);
-        let service = hyper::service::service_fn(with_client(app.clone(), remote));
+        let service = hyper::service::service_fn(with_client(app.clone(), remote, slot.clone()));
         let conn = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
-            if let Err(err) = conn.await {
-                tracing::debug!(%remote, error = %err, "connection ended with an error");
+            tokio::select! {
+                ended = conn => if let Err(err) = ended {
+                    tracing::debug!(%remote, error = %err, "connection ended with an error");
+                },
+                () = slot.evicted() => {
+                    tracing::debug!(%remote, "idle connection closed to make room");
+                }
             }
-            drop(permit);
         });
     }
 
@@ -90,14 +96,50 @@ pub async fn serve(
     }
 }
 
-/// Tags each request with the client's address, then hands it to the router.
+type Answer = std::pin::Pin<
+    Box<dyn Future<Output = Result<axum::response::Response, std::convert::Infallible>> + Send>,
+>;
+
+/// Tags each request with the client's address and marks the connection
+/// busy until the response body has been sent, then hands it to the router.
 fn with_client(
     app: Router,
     remote: SocketAddr,
-) -> impl Fn(hyper::Request<Incoming>) -> axum::routing::future::RouteFuture<std::convert::Infallible>
-+ Clone {
+    slot: Arc<Slot>,
+) -> impl Fn(hyper::Request<Incoming>) -> Answer + Clone {
     move |mut req: hyper::Request<Incoming>| {
+        let busy = slot.busy();
         req.extensions_mut().insert(ConnectInfo(remote));
-        app.clone().call(req)
+        let answer = app.clone().call(req);
+        Box::pin(async move {
+            let resp = answer.await?;
+            Ok(resp.map(|body| axum::body::Body::new(Guarded { body, _busy: busy })))
+        })
+    }
+}
+
+/// A response body that keeps its connection busy until it is dropped.
+struct Guarded {
+    body: axum::body::Body,
+    _busy: Busy,
+}
+
+impl hyper::body::Body for Guarded {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }

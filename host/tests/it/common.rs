@@ -109,6 +109,8 @@ pub fn test_cache_dir() -> PathBuf {
 /// A server running in this process until dropped.
 pub struct Server {
     pub base: String,
+    /// The binary transport's TCP address, when the configuration has one.
+    pub binary_tcp: Option<std::net::SocketAddr>,
     state: std::sync::Arc<wharf::transport::AppState>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -149,6 +151,7 @@ impl Server {
             app.reload_config_from(source);
         }
         let base = format!("http://{}", app.local_addr());
+        let binary_tcp = app.binary_tcp_addr();
         let state = app.state.clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(app.serve(async {
@@ -156,6 +159,7 @@ impl Server {
         }));
         Server {
             base,
+            binary_tcp,
             state,
             stop: Some(stop),
             task: Some(task),

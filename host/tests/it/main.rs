@@ -4,6 +4,7 @@
 
 mod a2a;
 mod auth;
+mod binary;
 mod cache;
 mod cli;
 mod common;
@@ -15,6 +16,7 @@ mod headers;
 mod http;
 mod lang;
 mod registry;
+mod reliability;
 mod reload;
 mod routing;
 mod runtime;

@@ -1,0 +1,177 @@
+//! The `binary { … }` block: the MessagePack-over-socket transport's
+//! listeners (a Unix socket with its mode and owner, optionally TCP) and
+//! its limits. Absent: no binary listener.
+//!
+//! ```kdl
+//! binary {
+//!     unix "wharf.sock" {       // relative to this file
+//!         mode "660"            // octal; default: as the umask leaves it
+//!         owner "wharf:wharf"   // user, user:group, or numeric ids
+//!     }
+//!     tcp "127.0.0.1:8081"
+//!     max-frame "17MiB"         // largest frame a client may send
+//!     in-flight 64              // requests running at once per connection
+//!     connections 1024
+//!     frame-timeout "10s"       // a started frame must complete within this
+//! }
+//! ```
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kdl::{KdlNode, KdlValue};
+
+use super::diag::Problem;
+use super::parse::{Walker, set};
+
+const BINARY: &[&str] = &[
+    "unix",
+    "tcp",
+    "max-frame",
+    "in-flight",
+    "connections",
+    "frame-timeout",
+];
+const UNIX: &[&str] = &["mode", "owner"];
+
+/// The binary transport's listeners and limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binary {
+    pub unix: Option<UnixSocket>,
+    pub tcp: Option<SocketAddr>,
+    pub max_frame: usize,
+    pub in_flight: usize,
+    pub connections: usize,
+    pub frame_timeout: Duration,
+}
+
+impl Default for Binary {
+    fn default() -> Self {
+        Binary {
+            unix: None,
+            tcp: None,
+            // Room for the default 16 MiB request body and its head.
+            max_frame: 17 << 20,
+            in_flight: 64,
+            connections: 1024,
+            frame_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A Unix socket to listen on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnixSocket {
+    pub path: PathBuf,
+    pub mode: Option<u32>,
+    pub owner: Option<Owner>,
+}
+
+/// Who owns the socket file: `user`, `user:group` or numeric ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner(pub String);
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Owner {
+    /// The user and group ids, looked up when the socket is bound.
+    pub fn resolve(&self) -> Result<(Option<u32>, Option<u32>), String> {
+        let (user, group) = match self.0.split_once(':') {
+            Some((u, g)) => (u, Some(g)),
+            None => (self.0.as_str(), None),
+        };
+        let uid = match user {
+            "" => None,
+            u => Some(match u.parse::<u32>() {
+                Ok(id) => id,
+                Err(_) => nix::unistd::User::from_name(u)
+                    .map_err(|e| format!("cannot look up user `{u}`: {e}"))?
+                    .ok_or_else(|| format!("no user named `{u}`"))?
+                    .uid
+                    .as_raw(),
+            }),
+        };
+        let gid = match group {
+            None | Some("") => None,
+            Some(g) => Some(match g.parse::<u32>() {
+                Ok(id) => id,
+                Err(_) => nix::unistd::Group::from_name(g)
+                    .map_err(|e| format!("cannot look up group `{g}`: {e}"))?
+                    .ok_or_else(|| format!("no group named `{g}`"))?
+                    .gid
+                    .as_raw(),
+            }),
+        };
+        Ok((uid, gid))
+    }
+}
+
+impl Walker {
+    pub(super) fn binary(&mut self, node: &KdlNode) -> Option<Binary> {
+        let mut binary = Binary::default();
+        for child in self.block(node) {
+            match child.name().value() {
+                "unix" => binary.unix = self.unix_socket(child),
+                "tcp" => binary.tcp = self.socket_addr(child),
+                "max-frame" => set(&mut binary.max_frame, self.usize_size(child)),
+                "in-flight" => set(&mut binary.in_flight, self.count(child)),
+                "connections" => set(&mut binary.connections, self.count(child)),
+                "frame-timeout" => set(&mut binary.frame_timeout, self.duration(child)),
+                _ => self.unknown(child, "in `binary`", BINARY),
+            }
+        }
+        if binary.unix.is_none() && binary.tcp.is_none() {
+            self.problems.push(
+                Problem::new(node.name().span(), "`binary` has no listener")
+                    .help("add `unix \"wharf.sock\"` or `tcp \"127.0.0.1:8081\"`"),
+            );
+            return None;
+        }
+        Some(binary)
+    }
+
+    fn unix_socket(&mut self, node: &KdlNode) -> Option<UnixSocket> {
+        let entry = self.sole_entry(node, true)?;
+        let Some(path) = entry.value().as_string() else {
+            self.wrong_type(entry, "`unix` takes the socket's path as a string");
+            return None;
+        };
+        let mut socket = UnixSocket {
+            path: path.into(),
+            mode: None,
+            owner: None,
+        };
+        for child in node.children().map(|d| d.nodes()).unwrap_or_default() {
+            match child.name().value() {
+                "mode" => socket.mode = self.file_mode(child),
+                "owner" => socket.owner = self.string(child).map(|(s, _)| Owner(s)),
+                _ => self.unknown(child, "in `unix`", UNIX),
+            }
+        }
+        Some(socket)
+    }
+
+    /// An octal file mode: a string such as "660" or "0660", or `0o660`.
+    fn file_mode(&mut self, node: &KdlNode) -> Option<u32> {
+        let entry = self.sole_entry(node, false)?;
+        let parsed = match entry.value() {
+            KdlValue::String(s) => u32::from_str_radix(s.trim_start_matches("0o"), 8)
+                .map_err(|_| format!("`{s}` is not an octal file mode")),
+            KdlValue::Integer(i) => u32::try_from(*i).map_err(|_| format!("`{i}` is out of range")),
+            _ => {
+                self.wrong_type(entry, "`mode` expects an octal mode such as \"660\"");
+                return None;
+            }
+        };
+        let parsed = parsed.and_then(|m| match m {
+            0..=0o777 => Ok(m),
+            _ => Err(format!("mode {m:o} is not a file mode (at most 777)")),
+        });
+        self.check(entry, parsed)
+    }
+}
