@@ -240,12 +240,13 @@ async fn malformed_requests_get_400_and_the_host_keeps_serving() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn connections_past_the_limit_wait_for_a_free_slot() {
+async fn at_the_limit_idle_connections_make_room_and_busy_ones_do_not() {
     let dir = agents_dir(&["echo"]);
-    let kdl = "server { connections 2 }";
+    let kdl = "server { connections 2; request-timeout \"30s\" }";
     let server = Server::start(config(dir.path(), kdl)).await;
     let addr = server.base.trim_start_matches("http://").to_string();
-    // Two idle keep-alive connections hold both slots.
+    // Two idle keep-alive connections hold both slots: a third client is
+    // served all the same, and the idlest connection is closed.
     let mut held = Vec::new();
     for _ in 0..2 {
         let mut s = TcpStream::connect(&addr).await.unwrap();
@@ -257,17 +258,48 @@ async fn connections_past_the_limit_wait_for_a_free_slot() {
         assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
         held.push(s);
     }
+    let reply = tokio::time::timeout(Duration::from_secs(10), get(&server.url("/healthz")))
+        .await
+        .expect("an idle connection makes room");
+    assert_eq!(reply.status, StatusCode::OK);
+    let mut buf = [0u8; 16];
+    let closed = tokio::time::timeout(Duration::from_secs(10), held[0].read(&mut buf))
+        .await
+        .expect("the idlest connection is closed");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    drop(held);
+
+    // Two connections in the middle of a request (uploading a body) are
+    // busy: a third waits until one of them finishes.
+    let mut busy = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        s.write_all(
+            b"POST /agents/echo HTTP/1.1\r\nhost: x\r\ncontent-length: 20\r\n\r\n0123456789",
+        )
+        .await
+        .unwrap();
+        busy.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let url = server.url("/healthz");
     let waiting = tokio::spawn(async move { get(&url).await });
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(
         !waiting.is_finished(),
-        "a third connection was served past the limit of 2"
+        "a busy connection was closed to make room"
     );
-    drop(held);
+    busy[0].write_all(b"abcdefghij").await.unwrap();
+    let mut buf = vec![0u8; 1024];
+    let n = busy[0].read(&mut buf).await.unwrap();
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("0123456789abcdefghij"),
+        "{answer}"
+    );
     let reply = tokio::time::timeout(Duration::from_secs(30), waiting)
         .await
-        .expect("served once a slot frees")
+        .expect("served once a connection is idle")
         .unwrap();
     assert_eq!(reply.status, StatusCode::OK);
 }

@@ -230,3 +230,57 @@ async fn extreme_values_that_check_accepts_start_and_serve() {
         server.stop().await;
     }
 }
+
+/// The soak's mix for seconds: fresh and warm agents over both transports,
+/// a trapping agent and one cut off at its deadline (their breakers open
+/// after a few failures: 503); only the statuses each stream expects come
+/// back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_traffic_with_faults_gets_only_expected_answers() {
+    let dir = agents_dir(&["echo", "counter", "trap", "spin"]);
+    let sockets = tempfile::tempdir().unwrap();
+    let socket = sockets.path().join("w.sock");
+    let kdl = format!(
+        "binary {{ unix \"{}\" }}\n\
+         agent \"counter\" {{ instances {{ mode \"warm\"; max 2 }}; affinity {{ header \"x-session-id\" }} }}\n\
+         agent \"spin\" {{ deadline \"100ms\"; retries 0 }}\n\
+         agent \"trap\" {{ retries 0 }}",
+        socket.display()
+    );
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    let http: std::net::SocketAddr = server.base.trim_start_matches("http://").parse().unwrap();
+    let web = |agent: &str| Target::Http {
+        addr: http,
+        path: format!("/agents/{agent}"),
+    };
+    let bin = |agent: &str| Target::Binary {
+        addr: Addr::Unix(socket.clone()),
+        agent: agent.into(),
+    };
+    let mut warm = plan(bin("counter"), 2, 4, &[200]);
+    warm.sessions = true;
+    let mut warm_http = plan(web("counter"), 2, 1, &[200]);
+    warm_http.sessions = true;
+    let streams = [
+        ("http echo", plan(web("echo"), 4, 1, &[200])),
+        ("http counter", warm_http),
+        ("http trap", plan(web("trap"), 1, 1, &[500, 503])),
+        ("binary echo", plan(bin("echo"), 2, 8, &[200])),
+        ("binary counter", warm),
+        ("binary spin", plan(bin("spin"), 1, 2, &[504, 503])),
+    ];
+    let runs: Vec<_> = streams
+        .into_iter()
+        .map(|(name, p)| (name, tokio::spawn(load::run(p))))
+        .collect();
+    for (name, run) in runs {
+        let report = run.await.unwrap();
+        assert!(report.requests > 0, "{name} made no request");
+        assert_eq!(report.errors, 0, "{name}: {}", report.json());
+    }
+    // Everything still answers afterwards.
+    assert_eq!(
+        post(&server.url("/agents/echo"), "after").await.text(),
+        "after"
+    );
+}

@@ -162,8 +162,9 @@ async fn main() {
 }
 
 /// Mixed traffic: fresh and warm agents over HTTP and the binary transport,
-/// with fault fixtures (a trap: 500; a loop cut off at its deadline: 504)
-/// mixed in; their statuses are expected, anything else is an error.
+/// with fault fixtures (a trap: 500; a loop cut off at its deadline: 504;
+/// either, once its breaker opens: 503) mixed in; their statuses are
+/// expected, anything else is an error.
 async fn soak(pid: u32, http: SocketAddr, unix: PathBuf, seconds: u64, sample: u64) {
     let bin = |agent: &str| Target::Binary {
         addr: Addr::Unix(unix.clone()),
@@ -180,13 +181,13 @@ async fn soak(pid: u32, http: SocketAddr, unix: PathBuf, seconds: u64, sample: u
     let plans = vec![
         ("http fresh echo", plan(web("echo"), 8, 1, seconds, &[200])),
         ("http warm counter", warm_http),
-        ("http trap", plan(web("trap"), 1, 1, seconds, &[500])),
+        ("http trap", plan(web("trap"), 1, 1, seconds, &[500, 503])),
         (
             "binary fresh echo",
             plan(bin("echo"), 4, 8, seconds, &[200]),
         ),
         ("binary warm counter", warm_bin),
-        ("binary spin", plan(bin("spin"), 1, 2, seconds, &[504])),
+        ("binary spin", plan(bin("spin"), 1, 2, seconds, &[504, 503])),
     ];
     let started = Instant::now();
     let runs: Vec<_> = plans

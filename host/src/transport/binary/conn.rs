@@ -46,7 +46,7 @@ pub async fn serve<R, W>(
 {
     let settings = &shared.settings;
     let (tx, rx) = mpsc::channel::<Vec<Bytes>>(settings.in_flight);
-    let writer = tokio::spawn(write_loop(wr, rx));
+    let writer = tokio::spawn(write_loop(wr, rx, settings.frame_timeout));
     let permits = Arc::new(Semaphore::new(settings.in_flight));
     let mut tasks = JoinSet::new();
     let mut frames = Frames {
@@ -79,8 +79,12 @@ pub async fn serve<R, W>(
                 break;
             }
         };
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            break;
+        let permit = tokio::select! {
+            permit = permits.clone().acquire_owned() => permit.expect("never closed"),
+            () = tx.closed() => {
+                tasks.abort_all();
+                break;
+            }
         };
         let (tx, shared, busy) = (tx.clone(), shared.clone(), slot.busy());
         tasks.spawn(async move {
@@ -285,8 +289,13 @@ async fn gather(resp: crate::request::Response) -> Result<(StatusCode, HeaderMap
 }
 
 /// Writes answers as they come, several frames per system call, each body
-/// from its own buffer (vectored writes, no copy).
-async fn write_loop<W: AsyncWrite + Unpin>(mut wr: W, mut rx: mpsc::Receiver<Vec<Bytes>>) {
+/// from its own buffer (vectored writes, no copy). A peer that takes no
+/// bytes for `stall` is given up on: the connection closes.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
+    mut rx: mpsc::Receiver<Vec<Bytes>>,
+    stall: Duration,
+) {
     while let Some(mut pieces) = rx.recv().await {
         let mut frames = 1;
         while frames < WRITE_BATCH {
@@ -298,7 +307,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut wr: W, mut rx: mpsc::Receiver<Vec
                 Err(_) => break,
             }
         }
-        if write_all(&mut wr, pieces).await.is_err() {
+        if write_all(&mut wr, pieces, stall).await.is_err() {
             return;
         }
     }
@@ -308,6 +317,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut wr: W, mut rx: mpsc::Receiver<Vec
 async fn write_all<W: AsyncWrite + Unpin>(
     wr: &mut W,
     mut pieces: Vec<Bytes>,
+    stall: Duration,
 ) -> std::io::Result<()> {
     pieces.retain(|p| !p.is_empty());
     let mut first = 0;
@@ -317,7 +327,9 @@ async fn write_all<W: AsyncWrite + Unpin>(
             .take(64)
             .map(|p| IoSlice::new(p))
             .collect();
-        let mut written = wr.write_vectored(&slices).await?;
+        let mut written = tokio::time::timeout(stall, wr.write_vectored(&slices))
+            .await
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
         if written == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }

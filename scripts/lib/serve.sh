@@ -1,0 +1,33 @@
+# Sourced by the reliability and transport scripts: builds Wharf (release),
+# the load driver and the Rust guests, and starts Wharf on a configuration
+# in a temporary directory.
+#   wharf_build           builds; sets $guests, $wharf and $load
+#   wharf_start KDL       starts Wharf on that configuration text in $work,
+#                         with the agents in $work/agents; sets $wharf_pid and
+#                         waits until /healthz answers on $http
+# The caller sets $root, $work (a temporary directory) and $http (host:port
+# the configuration listens on), and copies agents into $work/agents.
+
+wharf_build() {
+    guests="$(scripts/build-guests.sh --rust-only | tail -n 1)"
+    cargo build --release --quiet -p wharf -p wharf-load --bin wharf --bin wharf-load
+    wharf="$root/target/release/wharf"
+    load="$root/target/release/wharf-load"
+    mkdir -p "$work/agents"
+}
+
+wharf_start() {
+    printf '%s\n' "$1" > "$work/wharf.kdl"
+    "$wharf" serve --config "$work/wharf.kdl" 2>"$work/wharf.log" &
+    wharf_pid=$!
+    for _ in $(seq 1 200); do
+        curl -fsS "http://$http/healthz" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    echo "wharf did not start:" >&2
+    cat "$work/wharf.log" >&2
+    exit 1
+}
+
+# json FIELD: reads one JSON object on stdin, prints FIELD.
+json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
