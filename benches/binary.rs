@@ -150,21 +150,19 @@ fn transports(c: &mut Criterion) {
             .unwrap();
         let mut buf = BytesMut::new();
         let mut id = 0;
-        g.bench_function(format!("binary_{agent}"), |b| {
-            b.iter(|| {
-                id += 1;
-                let req = binary::Request {
-                    id,
-                    agent,
-                    affinity: None,
-                    body: &body,
-                };
-                let answer = client
-                    .block_on(binary::call(&mut rd, &mut wr, &mut buf, &req))
-                    .unwrap();
-                assert_eq!((answer.status, answer.body.len()), (200, 1024));
-            })
-        });
+        let mut bin_echo = || {
+            id += 1;
+            let req = binary::Request {
+                id,
+                agent,
+                affinity: None,
+                body: &body,
+            };
+            let answer = binary::call(&mut rd, &mut wr, &mut buf, &req);
+            let answer = client.block_on(answer).unwrap();
+            assert_eq!((answer.status, answer.body.len()), (200, 1024));
+        };
+        g.bench_function(format!("binary_{agent}"), |b| b.iter(&mut bin_echo));
 
         // Allocations per request on the server, for each transport.
         const N: u64 = 2000;

@@ -8,17 +8,6 @@ use std::process::Command;
 
 use crate::common::*;
 
-fn client_python() -> std::path::PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let python = root.join("target/toolchains/a2a-client/bin/python");
-    assert!(
-        python.is_file(),
-        "the test clients are not installed at {}: run scripts/test-clients.sh (scripts/test.sh does)",
-        python.display()
-    );
-    python
-}
-
 fn binary_config(dir: &Path, socket: &Path, extra: &str) -> wharf::config::Config {
     let kdl = format!(
         r#"
@@ -58,19 +47,7 @@ async fn the_python_client_drives_the_binary_transport() {
         .arg(&socket)
         .arg(server.binary_tcp.expect("a TCP listener").to_string())
         .arg(&server.base);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let passed = stdout
-        .lines()
-        .find_map(|l| l.strip_suffix(" passed, 0 failed"))
-        .and_then(|n| n.trim().parse::<u32>().ok());
-    assert!(
-        out.status.success() && passed.is_some_and(|n| n >= 10),
-        "the binary client failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_client(cmd, "the binary transport's Python client").await;
     // HTTP kept serving alongside, and the socket file goes with the server.
     assert_eq!(
         post(&server.url("/agents/echo"), "http").await.text(),

@@ -2,6 +2,7 @@
 //! an in-process server on an ephemeral port, and a small HTTP client.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -321,4 +322,35 @@ pub async fn next_chunk(body: &mut hyper::body::Incoming) -> Result<Option<Bytes
             }
         }
     }
+}
+
+/// The Python of the test clients' venv (the A2A SDK, msgpack), installed
+/// by `scripts/test-clients.sh`.
+pub fn client_python() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = root.join("target/toolchains/a2a-client/bin/python");
+    assert!(
+        python.is_file(),
+        "the test clients are not installed at {}: run scripts/test-clients.sh (scripts/test.sh does)",
+        python.display()
+    );
+    python
+}
+
+/// Runs a client script, which must exit 0 with none of its checks failed.
+pub async fn run_client(mut cmd: Command, what: &str) {
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // "N passed, 0 failed" with N > 0: a filter that matched nothing fails.
+    let passed = stdout
+        .lines()
+        .find_map(|l| l.strip_suffix(" passed, 0 failed"))
+        .and_then(|n| n.trim().parse::<u32>().ok());
+    assert!(
+        out.status.success() && passed.is_some_and(|n| n > 0),
+        "{what} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
