@@ -177,6 +177,9 @@ fn transports(c: &mut Criterion) {
             let b = (BYTES.load(Ordering::Relaxed) - b) as f64 / N as f64;
             (a, b)
         };
+        // An idle keep-alive connection is closed after `header-timeout`
+        // (10 s): the criterion runs above may have outlasted it.
+        let mut sender = client.block_on(http_conn(served.http));
         let (http_allocs, http_bytes) = counted(&mut || {
             client.block_on(async {
                 for _ in 0..N {

@@ -28,6 +28,9 @@ use crate::transport::slots::Slot;
 /// has shown: a length prefix alone never makes the host allocate.
 const READ_CHUNK: usize = 64 << 10;
 
+/// The least the read buffer grows by.
+const MIN_READ: usize = 8 << 10;
+
 /// Frames gathered into one write.
 const WRITE_BATCH: usize = 64;
 
@@ -136,9 +139,14 @@ impl<R: AsyncRead + Unpin> Frames<R> {
                     }
                     PREFIX + len - self.buf.len()
                 }
-                None => READ_CHUNK,
+                None => PREFIX,
             };
-            self.buf.reserve(missing.min(READ_CHUNK));
+            // Room for what is missing, at most READ_CHUNK at a time; a
+            // buffer that still has room is read into as it is, so frames
+            // that arrive together share one allocation.
+            if self.buf.capacity() - self.buf.len() < missing.min(READ_CHUNK) {
+                self.buf.reserve(missing.clamp(MIN_READ, READ_CHUNK));
+            }
             let read = if self.buf.is_empty() {
                 self.rd.read_buf(&mut self.buf).await
             } else {
