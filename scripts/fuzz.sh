@@ -3,7 +3,8 @@
 #   scripts/fuzz.sh TARGET SECONDS [EXECUTIONS]
 # TARGET is `frame` (the binary transport's frame decoder), `config` (the
 # KDL configuration parser) or `verdict` (filter verdicts and header blobs).
-# Runs for SECONDS, or until EXECUTIONS executions when given; starts from
+# Runs for SECONDS, or until EXECUTIONS executions when given (summed over
+# FUZZ_JOBS parallel fuzzers, default 1, each with its share); starts from
 # the committed seed corpus (fuzz/seeds/TARGET) and writes its findings to
 # target/fuzz-out/TARGET. Prints the executions done and exits 1 when a
 # crash or hang was found (the inputs are listed: each becomes a regression
@@ -28,28 +29,38 @@ fi
 export CARGO_TARGET_DIR="$root/target/fuzz"
 (cd "$root/fuzz" && cargo afl build --release --quiet --bin "$target")
 
+jobs="${FUZZ_JOBS:-1}"
 out="$root/target/fuzz-out/$target"
 rm -rf "$out"
 mkdir -p "$out"
 args=(-V "$seconds" -i "$root/fuzz/seeds/$target" -o "$out")
-[ -n "$execs" ] && args+=(-E "$execs")
+[ -n "$execs" ] && args+=(-E $(((execs + jobs - 1) / jobs)))
 [ -f "$root/fuzz/dict/$target.dict" ] && args+=(-x "$root/fuzz/dict/$target.dict")
+# Configuration files past 2 KiB only slow the parser's fuzzing down.
+[ "$target" = config ] && args+=(-G 2048)
 # A VM has no CPU frequency governor and core dumps go to a pipe: neither
 # matters for in-process fuzzing.
-AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 \
-    cargo afl fuzz "${args[@]}" -- "$CARGO_TARGET_DIR/release/$target" >"$out/afl.log" 2>&1 || {
-    tail -n 30 "$out/afl.log" >&2
+export AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1
+for n in $(seq 1 "$jobs"); do
+    role=(-S "f$n")
+    [ "$n" = 1 ] && role=(-M f1)
+    cargo afl fuzz "${args[@]}" "${role[@]}" -- "$CARGO_TARGET_DIR/release/$target" \
+        >"$out/afl-$n.log" 2>&1 &
+done
+failed=0
+for pid in $(jobs -p); do wait "$pid" || failed=1; done
+if [ "$failed" = 1 ]; then
+    tail -n 30 "$out"/afl-*.log >&2
     exit 1
-}
+fi
 
-stats="$out/default/fuzzer_stats"
-value() { awk -F: -v k="$1" '$1 ~ "^"k" *$" { gsub(/ /, "", $2); print $2 }' "$stats"; }
+value() { awk -F: -v k="$1" '$1 ~ "^"k" *$" { gsub(/ /, "", $2); s += $2 } END { print s + 0 }' "$out"/*/fuzzer_stats; }
 crashes=$(value saved_crashes)
 hangs=$(value saved_hangs)
-echo "$target: $(value execs_done) executions in $(value run_time) s ($(value execs_per_sec)/s)," \
-    "$(value corpus_count) inputs in the corpus, $(value edges_found) edges;" \
+echo "$target: $(value execs_done) executions by $jobs fuzzer(s) in $(value run_time) fuzzer-seconds" \
+    "($(value execs_per_sec)/s together), $(value corpus_count) inputs in the corpora;" \
     "$crashes crashes, $hangs hangs"
 if [ "$crashes" != 0 ] || [ "$hangs" != 0 ]; then
-    ls "$out/default/crashes" "$out/default/hangs" >&2
+    ls "$out"/*/crashes "$out"/*/hangs >&2
     exit 1
 fi

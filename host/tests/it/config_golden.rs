@@ -87,3 +87,26 @@ fn every_kdl_snippet_in_the_readme_and_docs_is_valid() {
         );
     }
 }
+
+/// The fuzz seeds for the configuration parser, and every input that ever
+/// crashed it (`fuzz/regressions/config`), parse or give diagnostics.
+#[test]
+fn fuzz_inputs_for_the_parser_never_panic() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
+    let mut seen = 0;
+    for dir in ["seeds/config", "regressions/config"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for entry in entries {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            if let Ok(text) = std::str::from_utf8(&bytes)
+                && let Err(err) = Config::parse("fuzz.kdl", text, Path::new("/etc/wharf"))
+            {
+                assert!(!err.plain().is_empty());
+            }
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "only {seen} inputs found");
+}
