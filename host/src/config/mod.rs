@@ -10,6 +10,7 @@ mod bounds;
 mod card;
 mod diag;
 mod filter;
+mod nesting;
 mod outbound;
 mod parse;
 mod policy;

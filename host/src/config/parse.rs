@@ -76,6 +76,17 @@ const AGENT: &[&str] = &[
 ];
 
 pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, ConfigError> {
+    if let Some(at) = super::nesting::too_deep(text, super::nesting::MAX_NESTING) {
+        let problem = Problem::new(
+            SourceSpan::from((at, 1)),
+            format!(
+                "blocks nest deeper than {} levels",
+                super::nesting::MAX_NESTING
+            ),
+        )
+        .help("Wharf's configuration blocks go at most three deep");
+        return Err(ConfigError::new(name, text, vec![problem]));
+    }
     let doc = match KdlDocument::parse(text) {
         Ok(doc) => doc,
         Err(err) => {
