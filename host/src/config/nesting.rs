@@ -7,6 +7,36 @@
 /// three deep.
 pub const MAX_NESTING: usize = 32;
 
+/// Most unclosed `{` a text may have anywhere, strings and comments
+/// included. The parser recovers from syntax errors, so in a broken text
+/// it may take for a block what the scan above took for a string; this
+/// bound holds whatever the parser makes of it.
+pub const MAX_RAW_NESTING: usize = 128;
+
+/// Where the text nests too deeply for the parser, if it does.
+pub fn check(text: &str) -> Option<usize> {
+    too_deep(text, MAX_NESTING).or_else(|| raw_too_deep(text.as_bytes(), MAX_RAW_NESTING))
+}
+
+/// The offset of the first `{` past `max` unclosed ones, counting every
+/// brace in the text.
+fn raw_too_deep(b: &[u8], max: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in b.iter().enumerate() {
+        match c {
+            b'{' => {
+                depth += 1;
+                if depth > max {
+                    return Some(i);
+                }
+            }
+            b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The byte offset of the first `{` past `max` levels deep, if any.
 pub fn too_deep(text: &str, max: usize) -> Option<usize> {
     let b = text.as_bytes();
@@ -124,6 +154,10 @@ mod tests {
         );
         assert_eq!(too_deep(&quiet, 1), None, "{quiet}");
         assert_eq!(too_deep(&"{".repeat(5000), MAX_NESTING), Some(MAX_NESTING));
+        // A stray quote hides the braces from the scan, not from the parser.
+        let stray = format!("a \"b {}", "{".repeat(3000));
+        assert_eq!(too_deep(&stray, MAX_NESTING), None);
+        assert_eq!(check(&stray), Some(5 + MAX_RAW_NESTING));
         // Unterminated strings and comments end the scan without a panic.
         for text in [
             "\"abc",

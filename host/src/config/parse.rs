@@ -76,7 +76,7 @@ const AGENT: &[&str] = &[
 ];
 
 pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, ConfigError> {
-    if let Some(at) = super::nesting::too_deep(text, super::nesting::MAX_NESTING) {
+    if let Some(at) = super::nesting::check(text) {
         let problem = Problem::new(
             SourceSpan::from((at, 1)),
             format!(
