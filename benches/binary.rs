@@ -188,20 +188,9 @@ fn transports(c: &mut Criterion) {
             })
         });
         let (bin_allocs, bin_bytes) = counted(&mut || {
-            client.block_on(async {
-                for _ in 0..N {
-                    id += 1;
-                    let req = binary::Request {
-                        id,
-                        agent,
-                        affinity: None,
-                        body: &body,
-                    };
-                    binary::call(&mut rd, &mut wr, &mut buf, &req)
-                        .await
-                        .unwrap();
-                }
-            })
+            for _ in 0..N {
+                bin_echo();
+            }
         });
         eprintln!(
             "server allocations per 1 KiB {agent} request: http {http_allocs:.1} ({http_bytes:.0} B), \
