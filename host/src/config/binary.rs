@@ -85,29 +85,33 @@ impl Owner {
             Some((u, g)) => (u, Some(g)),
             None => (self.0.as_str(), None),
         };
-        let uid = match user {
-            "" => None,
-            u => Some(match u.parse::<u32>() {
-                Ok(id) => id,
-                Err(_) => nix::unistd::User::from_name(u)
-                    .map_err(|e| format!("cannot look up user `{u}`: {e}"))?
-                    .ok_or_else(|| format!("no user named `{u}`"))?
-                    .uid
-                    .as_raw(),
-            }),
-        };
-        let gid = match group {
-            None | Some("") => None,
-            Some(g) => Some(match g.parse::<u32>() {
-                Ok(id) => id,
-                Err(_) => nix::unistd::Group::from_name(g)
-                    .map_err(|e| format!("cannot look up group `{g}`: {e}"))?
-                    .ok_or_else(|| format!("no group named `{g}`"))?
-                    .gid
-                    .as_raw(),
-            }),
-        };
+        let uid = id(Some(user), "user", |n| {
+            Ok(nix::unistd::User::from_name(n)?.map(|u| u.uid.as_raw()))
+        })?;
+        let gid = id(group, "group", |n| {
+            Ok(nix::unistd::Group::from_name(n)?.map(|g| g.gid.as_raw()))
+        })?;
         Ok((uid, gid))
+    }
+}
+
+/// A numeric id, or the id of the user or group `name` names; none when
+/// `name` is absent or empty.
+fn id(
+    name: Option<&str>,
+    what: &str,
+    lookup: impl Fn(&str) -> nix::Result<Option<u32>>,
+) -> Result<Option<u32>, String> {
+    let Some(name) = name.filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    if let Ok(id) = name.parse() {
+        return Ok(Some(id));
+    }
+    match lookup(name) {
+        Ok(Some(id)) => Ok(Some(id)),
+        Ok(None) => Err(format!("no {what} named `{name}`")),
+        Err(e) => Err(format!("cannot look up {what} `{name}`: {e}")),
     }
 }
 
@@ -173,5 +177,19 @@ impl Walker {
             _ => Err(format!("mode {m:o} is not a file mode (at most 777)")),
         });
         self.check(entry, parsed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Owner;
+
+    #[test]
+    fn owners_are_ids_or_names() {
+        assert_eq!(Owner("0:0".into()).resolve(), Ok((Some(0), Some(0))));
+        assert_eq!(Owner("root".into()).resolve(), Ok((Some(0), None)));
+        assert_eq!(Owner(":0".into()).resolve(), Ok((None, Some(0))));
+        let missing = Owner("no-such-user-here".into()).resolve().unwrap_err();
+        assert!(missing.contains("no user named"), "{missing}");
     }
 }
