@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# HTTP load on loopback: Wharf (echo agent, fresh and warm; warm with the
-# `headers` + `auth` filter chain; warm with the `waf` baseline) against the
-# bare hyper echo ceiling (examples/bare_echo.rs), 1 KiB POST bodies.
+# HTTP load on loopback: Wharf (echo agent, fresh; fresh with 4 instances
+# made ahead; warm; warm with the `headers` + `auth` filter chain; warm with
+# the `waf` baseline) against the bare hyper echo ceiling
+# (examples/bare_echo.rs), 1 KiB POST bodies.
 #   c=50 for 20 s: requests per second; c=1 for 10 s: p50/p99 latency.
-# Installs wrk from Debian when missing. Prints a Markdown table.
+# LOAD_SECONDS changes the 20 s; LOAD_AGENTS picks rows (default
+# "echo ahead warm chain waf-echo"). Installs wrk from Debian when missing.
+# Prints a Markdown table.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -17,6 +20,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/agents"
 cp "$guests/echo.wasm" "$work/agents/echo.wasm"
 cp "$guests/echo.wasm" "$work/agents/warm.wasm"
+cp "$guests/echo.wasm" "$work/agents/ahead.wasm"
 cp "$guests/echo.wasm" "$work/agents/chain.wasm"
 cp "$guests/echo.wasm" "$work/agents/waf-echo.wasm"
 cp "$guests/auth.wasm" "$guests/headers.wasm" "$guests/waf.wasm" "$work/agents/"
@@ -26,6 +30,9 @@ agents "agents"
 audit #false
 agent "warm" {
     instances { mode "warm"; max 4 }
+}
+agent "ahead" {
+    instances { mode "fresh"; ahead 4 }
 }
 filter "auth" {
     instances { mode "warm"; max 4 }
@@ -81,16 +88,20 @@ read -r base_p50 base_p99 < <(lat http://127.0.0.1:9001/)
 echo "| server | rps at c=50 | ratio to ceiling | p50 at c=1 | p99 at c=1 |"
 echo "|---|---|---|---|---|"
 echo "| bare hyper echo (ceiling) | $base_rps | 1.00 | $base_p50 | $base_p99 |"
-for agent in echo warm chain waf-echo; do
+warm_rps="" chain_rps=""
+for agent in ${LOAD_AGENTS:-echo ahead warm chain waf-echo}; do
     r=$(rps "http://127.0.0.1:9002/agents/$agent")
     read -r p50 p99 < <(lat "http://127.0.0.1:9002/agents/$agent")
     ratio=$(awk -v a="$r" -v b="$base_rps" 'BEGIN {printf "%.2f", a / b}')
     case "$agent" in
         echo) label="Wharf, fresh instance per request" ;;
+        ahead) label="Wharf, fresh instance per request, 4 made ahead" ;;
         warm) label="Wharf, warm pool"; warm_rps=$r ;;
         chain) label="Wharf, warm pool, headers + auth (JWT) filters"; chain_rps=$r ;;
         waf-echo) label="Wharf, warm pool, waf (baseline rules)" ;;
     esac
     echo "| $label | $r | $ratio | $p50 | $p99 |"
 done
-awk -v a="$chain_rps" -v b="$warm_rps" 'BEGIN {printf "\nheaders + auth chain / no filters (warm): %.2f\n", a / b}'
+if [ -n "$chain_rps" ] && [ -n "$warm_rps" ]; then
+    awk -v a="$chain_rps" -v b="$warm_rps" 'BEGIN {printf "\nheaders + auth chain / no filters (warm): %.2f\n", a / b}'
+fi

@@ -119,6 +119,8 @@ impl Metrics {
             affinity_misses: counter(r, "wharf_affinity_total", with("outcome", "miss")),
             affinity_repins: counter(r, "wharf_affinity_total", with("outcome", "repin")),
             affinity_evictions: counter(r, "wharf_affinity_evictions_total", base.clone()),
+            ahead_hits: counter(r, "wharf_instances_ahead_total", with("outcome", "hit")),
+            ahead_misses: counter(r, "wharf_instances_ahead_total", with("outcome", "miss")),
             breaker_state: gauge(r, "wharf_breaker_state", base.clone()),
             healthy: gauge(r, "wharf_agent_healthy", base.clone()),
             memory_max: {
@@ -177,6 +179,9 @@ pub struct AgentMetrics {
     pub affinity_misses: Counter,
     pub affinity_repins: Counter,
     pub affinity_evictions: Counter,
+    /// Fresh requests that found an instance made ahead, and that did not.
+    pub ahead_hits: Counter,
+    pub ahead_misses: Counter,
     pub breaker_state: Gauge,
     pub healthy: Gauge,
     /// The most linear memory a warm instance held after a call, since the

@@ -10,7 +10,7 @@ use super::diag::Problem;
 use super::parse::{Walker, clamp_u32, set};
 use super::{Affinity, AffinitySource, Breaker, Health, Instances, Mode, RateKey, RateLimit};
 
-pub(super) const INSTANCES: &[&str] = &["mode", "max", "max-uses", "max-memory", "queue"];
+pub(super) const INSTANCES: &[&str] = &["mode", "max", "max-uses", "max-memory", "queue", "ahead"];
 pub(super) const HEALTH: &[&str] = &["interval", "unhealthy-after"];
 pub(super) const BREAKER: &[&str] = &["failures", "cool-down"];
 pub(super) const AFFINITY: &[&str] = &["header", "cookie", "ttl", "capacity"];
@@ -29,6 +29,7 @@ impl Walker {
                     }
                 }
                 "queue" => set(&mut i.queue, self.count(child)),
+                "ahead" => set(&mut i.ahead, self.count(child)),
                 _ => self.unknown(child, "in `instances`", INSTANCES),
             }
         }

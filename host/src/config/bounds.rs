@@ -24,6 +24,7 @@ const COUNTS: &[(&str, u64, u64)] = &[
     ("max", 1, 1024),
     ("max-uses", 1, 1_000_000_000_000),
     ("queue", 0, 65_536),
+    ("ahead", 0, 64),
     ("unhealthy-after", 1, 1000),
     ("failures", 1, 10_000),
     ("capacity", 1, 10_000_000),

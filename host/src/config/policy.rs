@@ -56,6 +56,9 @@ pub struct Instances {
     pub max_memory: Option<u64>,
     /// Warm: requests that may wait for a busy pool; more get 503.
     pub queue: usize,
+    /// Fresh: instances made ahead of the requests that will use them, off
+    /// the request's path (0: each request instantiates its own).
+    pub ahead: usize,
 }
 
 impl Default for Instances {
@@ -66,6 +69,7 @@ impl Default for Instances {
             max_uses: 10_000,
             max_memory: None,
             queue: 64,
+            ahead: 0,
         }
     }
 }

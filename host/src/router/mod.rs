@@ -4,6 +4,7 @@
 //! affinity, or a fresh instance.
 
 mod affinity;
+mod ahead;
 pub mod clock;
 mod health;
 mod pool;
@@ -21,6 +22,7 @@ use http::HeaderMap;
 use tower::ServiceExt;
 
 pub use affinity::{AffinityTable, Lookup};
+pub use ahead::FreshStock;
 pub use health::{BreakerState, CircuitBreaker, HealthCell};
 pub use pool::{AffinityOutcome, Lease, Pooled, Slot, WarmPool, ensure_instance};
 
@@ -28,7 +30,7 @@ use crate::config::{AffinitySource, Mode, Policy, RateKey};
 use crate::metrics::{AgentMetrics, Metrics, Shed};
 use crate::registry::{AgentEntry, Snapshot};
 use crate::request::{Request, Response};
-use crate::runtime::CallError;
+use crate::runtime::{CallError, Live};
 
 /// Why routing did not produce a response.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +60,8 @@ pub struct AgentCore {
     pub health: HealthCell,
     pub pool: Option<WarmPool>,
     pub pins: Option<AffinityTable>,
+    /// Fresh instances made ahead (fresh agents with `ahead` > 0).
+    pub ahead: Option<Arc<FreshStock>>,
 }
 
 /// One agent as the router sees it.
@@ -125,6 +129,9 @@ impl AgentRoute {
         if policy.affinity.is_some() && !warm {
             tracing::warn!(agent = %name, "affinity is configured but the agent runs fresh instances: pins have no effect");
         }
+        if policy.instances.ahead > 0 && warm {
+            tracing::warn!(agent = %name, "`ahead` is configured but the agent runs a warm pool: it applies to fresh instances only");
+        }
         let _ = entry.image.outbound_counters().set(metrics.outbound(&name));
         let core = Arc::new(AgentCore {
             metrics: metrics.agent(&name),
@@ -136,6 +143,11 @@ impl AgentRoute {
                 (Some(a), _) if warm => Some(AffinityTable::new(a.ttl, a.capacity)),
                 (None, true) => Some(AffinityTable::new(A2A_PIN_TTL, A2A_PIN_CAPACITY)),
                 _ => None,
+            },
+            ahead: if warm {
+                None
+            } else {
+                FreshStock::new(policy.instances.ahead).map(Arc::new)
             },
             entry,
             policy: policy.clone(),
@@ -309,18 +321,40 @@ impl AgentCore {
         }
     }
 
-    async fn fresh_call(&self, req: &Request) -> Result<Response, CallError> {
-        let started = Instant::now();
-        let mut live = self.entry.image.instantiate_async().await?;
-        self.metrics
-            .instantiate_seconds
-            .record(started.elapsed().as_secs_f64());
+    async fn fresh_call(self: &Arc<Self>, req: &Request) -> Result<Response, CallError> {
+        let ready = self.ahead.as_ref().and_then(|s| s.take(&self.metrics));
+        let mut live = match ready {
+            Some(live) => live,
+            None => {
+                let started = Instant::now();
+                let live = self.entry.image.instantiate_async().await;
+                self.metrics
+                    .instantiate_seconds
+                    .record(started.elapsed().as_secs_f64());
+                match live {
+                    Ok(live) => live,
+                    Err(err) => {
+                        self.after_fresh_call(None);
+                        return Err(err);
+                    }
+                }
+            }
+        };
         let started = Instant::now();
         let result = live.call_async(req).await;
         self.metrics
             .call_seconds
             .record(started.elapsed().as_secs_f64());
+        self.after_fresh_call(Some(live));
         result
+    }
+
+    /// With a stock, the used instance is dropped and replaced on a task
+    /// of its own; without, it is dropped here.
+    fn after_fresh_call(self: &Arc<Self>, used: Option<Live>) {
+        if self.ahead.is_some() {
+            FreshStock::after_call(self.clone(), used);
+        }
     }
 
     fn count_failure(&self, err: &CallError) {

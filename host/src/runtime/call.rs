@@ -235,6 +235,15 @@ impl AgentImage {
         }
     }
 
+    /// A new instance made ahead of the request it will serve: the deadline
+    /// set now covers only its instantiation, and its first call arms its
+    /// own, as a warm instance's calls do.
+    pub async fn instantiate_ahead(&self) -> Result<Live, CallError> {
+        let mut live = self.instantiate_async().await?;
+        live.fresh = false;
+        Ok(live)
+    }
+
     /// One request on a fresh instance that is dropped afterwards.
     pub fn handle_fresh(&self, req: &Request) -> Result<Response, CallError> {
         self.instantiate()?.handle(req)

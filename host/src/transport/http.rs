@@ -180,6 +180,9 @@ fn health_summary(route: &AgentRoute) -> Value {
         summary["live_instances"] = json!(live);
         summary["busy_instances"] = json!(pool.busy().min(live));
     }
+    if let Some(stock) = &core.ahead {
+        summary["ready_instances"] = json!(stock.len());
+    }
     summary
 }
 

@@ -3,6 +3,7 @@
 //! run once per test binary).
 
 mod a2a;
+mod ahead;
 mod auth;
 mod binary;
 mod cache;

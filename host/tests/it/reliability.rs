@@ -156,6 +156,8 @@ fn place(key: &str, value: &str) -> String {
         "max" | "max-uses" | "queue" | "max-memory" => {
             format!("instances {{ mode \"warm\"; {key} {v} }}")
         }
+        // Fresh instances made ahead: the echo agent runs fresh here.
+        "ahead" => format!("agent \"echo\" {{ instances {{ mode \"fresh\"; ahead {v} }} }}"),
         "unhealthy-after" | "interval" => format!("health {{ {key} {v} }}"),
         "failures" | "cool-down" => format!("breaker {{ {key} {v} }}"),
         "capacity" | "ttl" => format!("affinity {{ header \"x-s\"; {key} {v} }}"),
