@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a fresh instance's request spends the server's CPU: serves the echo
-# agent (fresh, fresh with 4 made ahead, warm) from a release build, loads
+# agent (fresh, and warm beside it) from a release build, loads
 # each with wrk (1 KiB POST, c=50), samples the server with `perf record`
 # (cpu-clock, DWARF call graphs) and prints, per agent, the share of the
 # server's samples under each stage of the request:
@@ -14,36 +14,24 @@ seconds="${1:-10}"
 command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; }
 command -v perf >/dev/null || { apt-get update -q && apt-get install -y -q linux-perf; }
 
+# The same build as scripts/load.sh, so the two share their artefacts.
 guests="$(scripts/build-guests.sh --rust-only | tail -n 1)"
-cargo build --release --quiet --bin wharf
+cargo build --release --quiet --bin wharf --example bare-echo
+wharf="$root/target/release/wharf" http=127.0.0.1:9003
 work="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+# shellcheck source=lib/serve.sh
+. "$root/scripts/lib/serve.sh"
 mkdir -p "$work/agents"
-for name in echo ahead warm; do cp "$guests/echo.wasm" "$work/agents/$name.wasm"; done
-cat > "$work/wharf.kdl" <<'KDL'
-listen "127.0.0.1:9003"
+for name in echo warm; do cp "$guests/echo.wasm" "$work/agents/$name.wasm"; done
+RUST_LOG=warn wharf_start 'listen "127.0.0.1:9003"
 agents "agents"
 audit #false
-agent "ahead" {
-    instances { mode "fresh"; ahead 4 }
-}
 agent "warm" {
     instances { mode "warm"; max 4 }
-}
-KDL
-head -c 1024 /dev/zero | tr '\0' 'x' > "$work/body"
-cat > "$work/post.lua" <<LUA
-wrk.method = "POST"
-local f = io.open("$work/body", "rb")
-wrk.body = f:read("*a")
-f:close()
-LUA
-RUST_LOG=warn target/release/wharf serve --config "$work/wharf.kdl" &
-server=$!
-for _ in $(seq 1 100); do
-    curl -sf -o /dev/null http://127.0.0.1:9003/healthz && break
-    sleep 0.2
-done
+}'
+server=$wharf_pid
+wrk_post
 
 # name|symbol (a substring of the symbol perf reports)
 stages=(
@@ -59,7 +47,7 @@ stages=(
     "HTTP transport (hyper, axum; pipeline included)|<hyper::server::conn::http1::UpgradeableConnection<I,S> as core::future::future::Future>::poll"
     "system calls|[k] do_syscall_64"
 )
-for agent in echo ahead warm; do
+for agent in echo warm; do
     url="http://127.0.0.1:9003/agents/$agent"
     wrk -t1 -c50 -d"$((seconds + 4))s" -s "$work/post.lua" "$url" >"$work/wrk-$agent" &
     sleep 2

@@ -5,6 +5,7 @@
 #   wharf_start KDL       starts Wharf on that configuration text in $work,
 #                         with the agents in $work/agents; sets $wharf_pid and
 #                         waits until /healthz answers on $http
+#   wrk_post              writes $work/post.lua: wrk POSTs 1 KiB bodies
 # The caller sets $root, $work (a temporary directory) and $http (host:port
 # the configuration listens on), and copies agents into $work/agents.
 
@@ -31,3 +32,13 @@ wharf_start() {
 
 # json FIELD: reads one JSON object on stdin, prints FIELD.
 json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+
+wrk_post() {
+    head -c 1024 /dev/zero | tr '\0' 'x' > "$work/body"
+    cat > "$work/post.lua" <<LUA
+wrk.method = "POST"
+local f = io.open("$work/body", "rb")
+wrk.body = f:read("*a")
+f:close()
+LUA
+}
