@@ -29,13 +29,9 @@ agent "echo" {
     instances { mode "warm"; max 4 }
 }
 KDL
-head -c 1024 /dev/zero | tr '\0' 'x' > "$work/body"
-cat > "$work/post.lua" <<LUA
-wrk.method = "POST"
-local f = io.open("$work/body", "rb")
-wrk.body = f:read("*a")
-f:close()
-LUA
+# shellcheck source=lib/serve.sh
+. "$root/scripts/lib/serve.sh"
+wrk_post
 
 RUST_LOG=warn,wharf::reload=info target/release/wharf serve --config "$work/wharf.kdl" 2>"$work/log" &
 wharf_pid=$!
