@@ -63,15 +63,10 @@ sig = b(hmac.new(b"load test secret", head + b"." + body, hashlib.sha256).digest
 print((head + b"." + body + b"." + sig).decode())
 PY
 )
-head -c 1024 /dev/zero | tr '\0' 'x' > "$work/body"
-cat > "$work/post.lua" <<LUA
-wrk.method = "POST"
-local f = io.open("$work/body", "rb")
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["authorization"] = "Bearer $token"
-wrk.headers["content-type"] = "application/octet-stream"
-LUA
+# shellcheck source=lib/serve.sh
+. "$root/scripts/lib/serve.sh"
+wrk_post "wrk.headers[\"authorization\"] = \"Bearer $token\"" \
+    'wrk.headers["content-type"] = "application/octet-stream"'
 
 RUST_LOG=warn target/release/examples/bare-echo 127.0.0.1:9001 &
 RUST_LOG=warn target/release/wharf serve --config "$work/wharf.kdl" &

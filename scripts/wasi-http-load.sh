@@ -38,14 +38,9 @@ agent "warm" {
     instances { mode "warm"; max 4; max-uses 128 }
 }
 KDL
-head -c 1024 /dev/zero | tr '\0' 'x' > "$work/body"
-cat > "$work/post.lua" <<LUA
-wrk.method = "POST"
-local f = io.open("$work/body", "rb")
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["content-type"] = "application/octet-stream"
-LUA
+# shellcheck source=lib/serve.sh
+. "$root/scripts/lib/serve.sh"
+wrk_post 'wrk.headers["content-type"] = "application/octet-stream"'
 
 serve() { # PORT [OPTIONS...] COMPONENT
     local port="$1"

@@ -5,7 +5,8 @@
 #   wharf_start KDL       starts Wharf on that configuration text in $work,
 #                         with the agents in $work/agents; sets $wharf_pid and
 #                         waits until /healthz answers on $http
-#   wrk_post              writes $work/post.lua: wrk POSTs 1 KiB bodies
+#   wrk_post [LUA...]     writes $work/post.lua: wrk POSTs 1 KiB bodies; each
+#                         argument is one more line of Lua (a header, say)
 # The caller sets $root, $work (a temporary directory) and $http (host:port
 # the configuration listens on), and copies agents into $work/agents.
 
@@ -41,4 +42,5 @@ local f = io.open("$work/body", "rb")
 wrk.body = f:read("*a")
 f:close()
 LUA
+    for line in "$@"; do printf '%s\n' "$line" >> "$work/post.lua"; done
 }
