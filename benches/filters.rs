@@ -47,7 +47,7 @@ fn pipeline(guests: &[(&str, &str)], kdl: &str) -> (Arc<Pipeline>, tempfile::Tem
     eprintln!("loaded in {:?}", started.elapsed());
     assert!(snapshot.refused.is_empty(), "{:?}", snapshot.refused);
     let pipeline = Pipeline::new(snapshot, Metrics::new(), AuditLog::off());
-    (Arc::new(pipeline), dir)
+    (pipeline, dir)
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -13,5 +13,7 @@ mkdir -p agents
 cp "$guests/echo.wasm" "$guests/hello.wasm" "$guests/counter.wasm" \
     "$guests/scribe.wasm" "$guests/booking.wasm" \
     "$guests/waf.wasm" "$guests/headers.wasm" agents/
+# The relay agent serves as the embedded default's topic subscriber `audit`.
+cp "$guests/relay.wasm" agents/audit.wasm
 cargo build --release --quiet --bin wharf
 exec target/release/wharf serve --unix wharf.sock "$@"

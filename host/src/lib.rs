@@ -5,6 +5,7 @@
 
 pub mod a2a;
 pub mod app;
+pub mod compose;
 pub mod config;
 pub mod egress;
 pub mod filter;
@@ -21,5 +22,6 @@ pub mod router;
 pub mod runtime;
 pub mod stream;
 pub mod toolchain;
+pub mod topics;
 pub mod transport;
 pub mod trust;

@@ -3,18 +3,24 @@
 //! finds the agent's route and filter chain in the current snapshot, runs
 //! the request-headers filters before the body is read, then the body
 //! filters, the agent (through the router), and the response filters, and
-//! writes the audit record. Nothing here knows which transport called.
+//! writes the audit record. A `pipeline` block's virtual agent and a
+//! client's publish to a topic pass the same filters (the top-level
+//! chain) around what [`crate::compose`] and [`crate::topics`] do.
+//! Nothing here knows which transport called.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
 
 use arc_swap::ArcSwap;
 
+use crate::config::{Composition, Limits};
 use crate::filter::audit::{AuditRecord, now_rfc3339};
 use crate::filter::{AuditLog, ChainRun, Chains, FilterFailure, Flow};
 use crate::metrics::Metrics;
 use crate::registry::{Registry, Snapshot};
-use crate::request::{Body, BodyError, Request, Response};
+use crate::request::{Body, BodyError, Reach, Request, Response};
 use crate::router::{AgentRoute, RouteError, Routes, error_status};
+use crate::topics::Bus;
 
 /// Why the pipeline did not produce a response.
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +33,12 @@ pub enum PipelineError {
     Route(#[from] RouteError),
     #[error(transparent)]
     Filter(#[from] FilterFailure),
+    /// A topic or pattern that cannot be used.
+    #[error("{0}")]
+    Topic(String),
+    /// A step of a pipeline block failed, or none of its branches answered.
+    #[error("{1}")]
+    Composition(u16, String),
 }
 
 impl PipelineError {
@@ -34,6 +46,8 @@ impl PipelineError {
     pub fn status(&self) -> u16 {
         match self {
             PipelineError::AgentNotFound(_) => 404,
+            PipelineError::Topic(_) => 400,
+            PipelineError::Composition(status, _) => *status,
             PipelineError::Body(BodyError::TooLarge(_)) => 413,
             PipelineError::Body(BodyError::Unreadable) => 400,
             PipelineError::Route(err) => error_status(err),
@@ -51,7 +65,7 @@ impl PipelineError {
     }
 }
 
-type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What answers a request once its request filters have passed: the
 /// agent's `handle` through its route ([`Dispatch`]), or a protocol served
@@ -87,6 +101,10 @@ impl Terminal for Dispatch {
 struct Stages {
     routes: Arc<Routes>,
     chains: Chains,
+    /// The `pipeline` blocks served (every step loaded).
+    compositions: BTreeMap<String, Arc<Composition>>,
+    /// The longest chain of calls between agents.
+    call_depth: usize,
 }
 
 impl Stages {
@@ -96,6 +114,40 @@ impl Stages {
         Stages {
             routes: Arc::new(Routes::rebuild(snapshot, metrics, &previous.routes)),
             chains: Chains::rebuild(snapshot, metrics, &previous.chains),
+            compositions: snapshot.compositions.clone(),
+            call_depth: snapshot
+                .config
+                .as_ref()
+                .map_or(crate::config::DEFAULT_CALL_DEPTH, |c| c.call_depth),
+        }
+    }
+}
+
+/// Where a request's body goes and how much of it: the agent's limits, or
+/// the host's defaults for a pipeline or a topic.
+struct Gate<'a> {
+    body_limit: usize,
+    /// The body goes on as it arrives (a `wasi:http` agent).
+    streams_body: bool,
+    filter_values: &'a BTreeMap<String, Arc<BTreeMap<String, String>>>,
+}
+
+impl PipelineError {
+    /// What another agent, or a pipeline's merged answer, may be told:
+    /// the error without what a guest only meant for the log (an internal
+    /// error's text, a trap's details).
+    pub fn public(&self) -> String {
+        use crate::runtime::CallError as C;
+        match self {
+            PipelineError::Route(RouteError::Call(call)) => match call {
+                C::Internal(_) => "the agent reported an internal error".into(),
+                C::Trap(_) => "the agent trapped".into(),
+                C::Instantiate(_) => "the agent could not be instantiated".into(),
+                C::InvalidResponse(_) => "the agent returned an invalid response".into(),
+                other => other.to_string(),
+            },
+            PipelineError::Route(RouteError::Worker(_)) => "internal error".into(),
+            other => other.to_string(),
         }
     }
 }
@@ -106,17 +158,63 @@ pub struct Pipeline {
     stages: ArcSwap<Stages>,
     metrics: Metrics,
     audit: AuditLog,
+    /// Topics and their subscribers.
+    bus: Arc<Bus>,
+    /// What guests reach through the host (calls, publishing).
+    peers: Arc<crate::compose::Link>,
 }
 
 impl Pipeline {
-    pub fn new(snapshot: Snapshot, metrics: Metrics, audit: AuditLog) -> Self {
+    pub fn new(snapshot: Snapshot, metrics: Metrics, audit: AuditLog) -> Arc<Self> {
         let stages = Stages::rebuild(&snapshot, &metrics, &Stages::default());
-        Pipeline {
+        let pipeline = Arc::new_cyclic(|me: &Weak<Pipeline>| Pipeline {
             registry: Registry::new(snapshot),
             stages: ArcSwap::from_pointee(stages),
+            bus: Arc::new(Bus::new(metrics.clone())),
+            peers: Arc::new(crate::compose::Link::new(me.clone(), metrics.clone())),
             metrics,
             audit,
-        }
+        });
+        pipeline.subscribe_agents();
+        pipeline
+    }
+
+    /// Topics and their subscribers.
+    pub fn bus(&self) -> &Arc<Bus> {
+        &self.bus
+    }
+
+    /// What guests reach through the host.
+    pub(crate) fn peers(&self) -> &Arc<crate::compose::Link> {
+        &self.peers
+    }
+
+    /// The `pipeline` block called `name`, when it is served.
+    pub fn composition(&self, name: &str) -> Option<Arc<Composition>> {
+        self.stages.load().compositions.get(name).cloned()
+    }
+
+    /// The longest chain of calls between agents now.
+    pub fn call_depth(&self) -> usize {
+        self.stages.load().call_depth
+    }
+
+    /// Makes the bus's agent subscriptions those of the loaded agents.
+    fn subscribe_agents(&self) {
+        let routes = self.routes();
+        let wanted = routes
+            .iter()
+            .flat_map(|route| {
+                let name = &route.core.entry.origin.name;
+                route
+                    .core
+                    .policy
+                    .subscribes
+                    .iter()
+                    .map(move |sub| (name.clone(), sub.clone()))
+            })
+            .collect();
+        self.bus.sync(wanted, &self.peers.deliverer());
     }
 
     pub fn registry(&self) -> &Registry {
@@ -156,6 +254,7 @@ impl Pipeline {
         let stages = Stages::rebuild(&snapshot, &self.metrics, &self.stages.load());
         self.registry.publish(snapshot);
         self.stages.store(Arc::new(stages));
+        self.subscribe_agents();
     }
 
     /// Runs one request for `agent`: filters, the agent's `handle`,
@@ -171,6 +270,7 @@ impl Pipeline {
 
     /// Runs one request for `agent` with `terminal` answering it once the
     /// request filters have passed: filters, terminal, response filters.
+    /// A `pipeline` block's name runs its flow instead of a terminal.
     pub async fn handle_with(
         &self,
         agent: &str,
@@ -179,19 +279,123 @@ impl Pipeline {
         terminal: &dyn Terminal,
     ) -> Result<Response, PipelineError> {
         let stages = self.stages.load_full();
-        let route = stages
-            .routes
-            .get(agent)
-            .ok_or_else(|| PipelineError::AgentNotFound(agent.to_string()))?;
+        let Some(route) = stages.routes.get(agent) else {
+            let Some(flow) = stages.compositions.get(agent).cloned() else {
+                return Err(PipelineError::AgentNotFound(agent.to_string()));
+            };
+            req.agent = agent.into();
+            let chain = stages.chains.for_agent(agent);
+            let gate = default_gate();
+            let answer = |req| crate::compose::run(self, flow, req);
+            return self.guarded(agent, chain, &gate, req, body, answer).await;
+        };
         req.affinity = route.affinity_for(req.affinity.take(), &req.headers);
         req.agent = route.core.entry.origin.name.as_str().into();
+        req.hop.reach = self.reach(route, &req);
         let chain = stages.chains.for_agent(agent);
-        if chain.is_empty() {
-            admit_body(route, &mut req, body).await?;
-            return terminal.answer(route, req).await;
+        let gate = Gate {
+            body_limit: route.core.policy.limits.request_body,
+            streams_body: route.core.entry.image.is_http(),
+            filter_values: &route.core.policy.filter_values,
+        };
+        let answer = |req| terminal.answer(route, req);
+        self.guarded(agent, chain, &gate, req, body, answer).await
+    }
+
+    /// What the agent of `route` may reach through the host during this
+    /// request: none unless its block allows calls or publishing.
+    fn reach(&self, route: &AgentRoute, req: &Request) -> Option<Reach> {
+        let policy = &route.core.policy;
+        if policy.calls.is_empty() && policy.publishes.is_empty() {
+            return None;
         }
-        let mut run = ChainRun::new(chain, &route.core.policy.filter_values);
-        let result = filtered(route, &mut run, &mut req, body, terminal).await;
+        let name: Arc<str> = route.core.entry.origin.name.as_str().into();
+        let path = match &req.hop.path {
+            Some(outer) => outer.iter().cloned().chain([name]).collect(),
+            None => Arc::from([name]),
+        };
+        Some(Reach {
+            peers: self.peers.clone(),
+            path,
+        })
+    }
+
+    /// A client's publish to `topic`: the top-level filters, then the bus.
+    /// The answer says how many subscribers it was queued for.
+    pub async fn publish_topic(
+        &self,
+        topic: &str,
+        mut req: Request,
+        body: Body,
+    ) -> Result<Response, PipelineError> {
+        let stages = self.stages.load_full();
+        req.agent = "topics".into();
+        let chain = stages.chains.topics().map_err(unserved)?;
+        let gate = default_gate();
+        let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
+            let result = self.bus.publish(topic, req.body);
+            Box::pin(async move {
+                let queued = result.map_err(PipelineError::Topic)?;
+                let body = serde_json::json!({ "topic": topic, "queued": queued }).to_string();
+                let mut headers = http::HeaderMap::new();
+                headers.insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/json"),
+                );
+                Ok(Response::new(
+                    http::StatusCode::ACCEPTED,
+                    headers,
+                    body.into(),
+                ))
+            })
+        };
+        self.guarded("topics", chain, &gate, req, body, answer)
+            .await
+    }
+
+    /// A client's watch of `pattern` as server-sent events, after the
+    /// top-level filters.
+    pub async fn watch_topic(
+        &self,
+        pattern: &str,
+        mut req: Request,
+    ) -> Result<Response, PipelineError> {
+        let stages = self.stages.load_full();
+        req.agent = "topics".into();
+        let chain = stages.chains.topics().map_err(unserved)?;
+        let gate = default_gate();
+        let answer = |_req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
+            let watch = self.bus.watch(pattern, WATCH_QUEUE);
+            Box::pin(async move {
+                let watch = watch.map_err(PipelineError::Topic)?;
+                Ok(crate::compose::watch_response(watch, pattern))
+            })
+        };
+        let body = Body::Ready(bytes::Bytes::new());
+        self.guarded("topics", chain, &gate, req, body, answer)
+            .await
+    }
+
+    /// `req` through `chain` (request phases, body read under `gate`),
+    /// `answer`, then the response phases and the audit record.
+    async fn guarded<'s, F>(
+        &'s self,
+        agent: &str,
+        chain: &[Arc<crate::filter::FilterRoute>],
+        gate: &Gate<'_>,
+        mut req: Request,
+        body: Body,
+        answer: F,
+    ) -> Result<Response, PipelineError>
+    where
+        F: FnOnce(Request) -> BoxFuture<'s, Result<Response, PipelineError>>,
+    {
+        if chain.is_empty() {
+            admit_body(gate, &mut req, body).await?;
+            return answer(req).await;
+        }
+        let mut run = ChainRun::new(chain, gate.filter_values);
+        let result = filtered(gate, &mut run, &mut req, body, answer).await;
         let (verdicts, late_metadata) = run.finish();
         if !verdicts.is_empty() {
             let status = match &result {
@@ -220,49 +424,65 @@ impl Pipeline {
     }
 }
 
+fn unserved(why: &str) -> PipelineError {
+    PipelineError::Composition(503, why.to_string())
+}
+
+/// Events a client's watch holds before it drops the oldest.
+const WATCH_QUEUE: usize = 1024;
+
+/// What a pipeline block or a topic admits: the default limits.
+fn default_gate() -> Gate<'static> {
+    static NONE: std::sync::LazyLock<BTreeMap<String, Arc<BTreeMap<String, String>>>> =
+        std::sync::LazyLock::new(BTreeMap::new);
+    Gate {
+        body_limit: Limits::default().request_body,
+        streams_body: false,
+        filter_values: &NONE,
+    }
+}
+
 /// The body for the agent when no filter reads it: whole, or, for an agent
 /// that reads it as it arrives (a `wasi:http` component), as chunks.
-async fn admit_body(
-    route: &AgentRoute,
-    req: &mut Request,
-    body: Body,
-) -> Result<(), PipelineError> {
-    let limit = route.core.policy.limits.request_body;
-    if route.core.entry.image.is_http() {
-        req.incoming = Some(crate::request::Incoming::new(body.chunks(limit)));
+async fn admit_body(gate: &Gate<'_>, req: &mut Request, body: Body) -> Result<(), PipelineError> {
+    if gate.streams_body {
+        req.incoming = Some(crate::request::Incoming::new(body.chunks(gate.body_limit)));
     } else {
-        req.body = body.read(limit).await?;
+        req.body = body.read(gate.body_limit).await?;
     }
     Ok(())
 }
 
 /// The request through its chain: headers phase, body read, body phase,
 /// agent, response phases.
-async fn filtered(
-    route: &Arc<AgentRoute>,
+async fn filtered<'s, F>(
+    gate: &Gate<'_>,
     run: &mut ChainRun<'_>,
     req: &mut Request,
     body: Body,
-    terminal: &dyn Terminal,
-) -> Result<Response, PipelineError> {
+    answer: F,
+) -> Result<Response, PipelineError>
+where
+    F: FnOnce(Request) -> BoxFuture<'s, Result<Response, PipelineError>>,
+{
     let early = match run.request_headers(req).await? {
         Flow::Stop(resp) => Some(resp),
         Flow::Continue if run.wants_request_body() => {
-            req.body = body.read(route.core.policy.limits.request_body).await?;
+            req.body = body.read(gate.body_limit).await?;
             match run.request_body(req).await? {
                 Flow::Stop(resp) => Some(resp),
                 Flow::Continue => None,
             }
         }
         Flow::Continue => {
-            admit_body(route, req, body).await?;
+            admit_body(gate, req, body).await?;
             None
         }
     };
     let response_work = run.has_response_work();
     let resp = match early {
         Some(resp) => resp,
-        None => terminal.answer(route, req.forward(response_work)).await?,
+        None => answer(req.forward(response_work)).await?,
     };
     if !run.has_response_work() {
         return Ok(resp);

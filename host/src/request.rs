@@ -35,6 +35,76 @@ pub struct Request {
     /// `wasi:http` component when no filter needs the body); `body` is
     /// empty then.
     pub incoming: Option<Incoming>,
+    /// Where the request stands among calls between agents: the agents
+    /// that called it, its deadline, and what its agent may reach.
+    pub hop: Hop,
+}
+
+/// A request's place in a chain of calls between agents. Empty for a
+/// request from a transport.
+#[derive(Debug, Clone, Default)]
+pub struct Hop {
+    /// The agents on the call path, outermost first; none from a transport.
+    pub path: Option<Arc<[Arc<str>]>>,
+    /// When the call must end at the latest: the caller's own deadline.
+    pub deadline: Option<std::time::Instant>,
+    /// What the agent this request is for may reach through the host
+    /// (set by the pipeline for an agent whose block allows calls or
+    /// publishing).
+    pub reach: Option<Reach>,
+}
+
+impl Hop {
+    /// How many agents called this request, one after the other.
+    pub fn depth(&self) -> usize {
+        self.path.as_ref().map_or(0, |p| p.len())
+    }
+}
+
+/// What a guest may reach beyond its own agent during one call: other
+/// agents and topics, through the host.
+#[derive(Clone)]
+pub struct Reach {
+    pub peers: Arc<dyn Peers>,
+    /// The agents on the call path, the calling agent last.
+    pub path: Arc<[Arc<str>]>,
+}
+
+impl std::fmt::Debug for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reach").field("path", &self.path).finish()
+    }
+}
+
+/// Why a call from one agent to another gave no response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeerError {
+    #[error("{0}")]
+    Denied(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Loop(String),
+    #[error("{1}")]
+    Failed(u16, String),
+}
+
+/// The host as a guest reaches it: calls to other agents and publishing to
+/// topics. The pipeline implements it; the runtime only holds it.
+pub trait Peers: Send + Sync {
+    /// Calls `callee` with `req` for the agent at the end of `path`, ending
+    /// by `deadline` at the latest.
+    fn call(
+        &self,
+        path: Arc<[Arc<str>]>,
+        deadline: std::time::Instant,
+        callee: String,
+        req: Request,
+    ) -> BoxFuture<Result<Response, PeerError>>;
+
+    /// Publishes `payload` to `topic` for the agent `from`; how many
+    /// subscribers it was queued for.
+    fn publish(&self, from: &str, topic: &str, payload: Bytes) -> Result<usize, String>;
 }
 
 /// A request body's chunks as they arrive, failing past the body limit.
@@ -219,6 +289,7 @@ impl Request {
             metadata: Vec::new(),
             call: Call::Handle,
             incoming: None,
+            hop: Hop::default(),
         }
     }
 }
@@ -336,6 +407,7 @@ impl Request {
             metadata: self.metadata.clone(),
             call: self.call.clone(),
             incoming: self.incoming.clone(),
+            hop: self.hop.clone(),
         }
     }
 }

@@ -68,6 +68,7 @@ pub mod a2a_bindings {
             "wharf:plugin/host@0.2.0": crate::bindings::wharf::plugin::host,
             "wharf:plugin/types@0.2.0": crate::bindings::wharf::plugin::types,
             "wharf:plugin/streaming@0.2.0": crate::bindings::wharf::plugin::streaming,
+            "wharf:plugin/peers@0.2.0": crate::bindings::wharf::plugin::peers,
         },
     });
 }
@@ -92,6 +93,44 @@ pub mod stream {
     /// A header list of `pairs`, encoded as `start` takes it.
     pub fn headers(pairs: &[(&str, &str)]) -> Vec<u8> {
         crate::headers_with(&[], pairs).unwrap_or_default()
+    }
+}
+
+/// Reaching other agents through the host: [`peers::call`] calls an agent
+/// or pipeline by name and waits for its answer, [`peers::publish`] queues
+/// a payload for a topic's subscribers. Both need the caller's KDL block to
+/// allow them (`calls "NAME"`, `publishes "PATTERN"`).
+///
+/// ```ignore
+/// let answer = peers::call("classify", "POST", "/", &[], b"refund please")?;
+/// peers::publish("orders.created", br#"{"id":1}"#)?;
+/// ```
+pub mod peers {
+    pub use crate::bindings::wharf::plugin::peers::{CallError, publish};
+
+    /// Calls `agent` with a request of this method, path (below the
+    /// callee's mount, starting with `/`, optionally `?query`), headers
+    /// and body.
+    pub fn call(
+        agent: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<crate::Response, CallError> {
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let mut head = Vec::with_capacity(32 + path.len() + query.len());
+        crate::write_len(&mut head, 3, 0x80, 16, 0xde);
+        for (key, value) in [("method", method), ("path", path), ("query", query)] {
+            crate::write_str(&mut head, key);
+            crate::write_str(&mut head, value);
+        }
+        let req = crate::Request {
+            head,
+            headers: crate::headers_with(&[], headers).unwrap_or_default(),
+            body: body.to_vec(),
+        };
+        crate::bindings::wharf::plugin::peers::call(agent, &req)
     }
 }
 

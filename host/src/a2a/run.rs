@@ -74,6 +74,7 @@ pub(super) fn turn_request(req: &Request, call: &Arc<crate::request::Turn>) -> R
         metadata: req.metadata.clone(),
         call: Call::Turn(call.clone()),
         incoming: None,
+        hop: req.hop.clone(),
     }
 }
 

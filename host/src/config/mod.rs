@@ -8,6 +8,7 @@ mod binary;
 mod blocks;
 mod bounds;
 mod card;
+mod compose;
 mod diag;
 mod filter;
 mod nesting;
@@ -28,6 +29,9 @@ pub use a2a::A2aSettings;
 pub use binary::{Binary, Owner, UnixSocket};
 pub use bounds::extremes;
 pub use card::CardSettings;
+pub use compose::{
+    Composition, Condition, DEFAULT_CALL_DEPTH, FailOn, Flow, Merge, Overflow, Step, Subscription,
+};
 pub use diag::{ConfigError, Problem};
 pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLimit};
 pub use outbound::Outbound;
@@ -73,6 +77,10 @@ pub struct Config {
     /// Watch the agents directory and the configuration file, and reload
     /// what changes while serving (`watch #false`: only on SIGHUP).
     pub watch: bool,
+    /// `pipeline "name" { … }` blocks: virtual agents built from others.
+    pub pipelines: BTreeMap<String, Composition>,
+    /// The longest chain of calls between agents (`call-depth`).
+    pub call_depth: usize,
 }
 
 /// The compiled-artifact cache setting (`cache "dir"` or `cache #false`).
@@ -167,6 +175,8 @@ impl Default for Config {
             a2a: A2aSettings::default(),
             trust: crate::trust::Trust::default(),
             watch: true,
+            pipelines: BTreeMap::new(),
+            call_depth: DEFAULT_CALL_DEPTH,
         }
     }
 }

@@ -38,6 +38,8 @@ const TOP: &[&str] = &[
     "a2a",
     "trust",
     "watch",
+    "pipeline",
+    "call-depth",
 ];
 const LIMITS: &[&str] = &[
     "memory",
@@ -73,6 +75,9 @@ const AGENT: &[&str] = &[
     "filter-config",
     "digest",
     "outbound",
+    "calls",
+    "publishes",
+    "subscribe",
 ];
 
 pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, ConfigError> {
@@ -107,7 +112,8 @@ pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, C
         }
     };
     let mut walker = Walker::default();
-    let mut config = walker.document(&doc);
+    let place = super::compose::Place { name, text };
+    let mut config = walker.document(&doc, &place);
     let (trust, problems) = std::mem::take(&mut walker.trust).resolve(base_dir);
     config.trust = trust;
     walker.problems.extend(problems);
@@ -126,12 +132,12 @@ pub(super) struct Walker {
 }
 
 impl Walker {
-    fn document(&mut self, doc: &KdlDocument) -> Config {
+    fn document(&mut self, doc: &KdlDocument, place: &super::compose::Place) -> Config {
         let mut config = Config::default();
         let mut seen = Seen::default();
         // Defaults first, wherever they appear, so every agent block starts
         // from them.
-        let per_name = |n: &KdlNode| matches!(n.name().value(), "agent" | "filter");
+        let per_name = |n: &KdlNode| matches!(n.name().value(), "agent" | "filter" | "pipeline");
         for node in doc.nodes().iter().filter(|n| !per_name(n)) {
             if !seen.first(self, node) {
                 continue;
@@ -152,6 +158,7 @@ impl Walker {
                 "push" => config.push = self.push(node),
                 "a2a" => self.a2a(node, &mut config.a2a),
                 "watch" => set(&mut config.watch, self.boolean(node)),
+                "call-depth" => set(&mut config.call_depth, self.count(node)),
                 "trust" => self.trust(node),
                 "filters" => set(&mut defaults.filters, self.chain(node)),
                 "limits" => {
@@ -174,6 +181,29 @@ impl Walker {
         for node in doc.nodes().iter().filter(|n| n.name().value() == "agent") {
             self.agent(node, &config.defaults.clone(), &mut config.agents);
         }
+        for node in doc
+            .nodes()
+            .iter()
+            .filter(|n| n.name().value() == "pipeline")
+        {
+            let Some(composition) = self.pipeline(node, place) else {
+                continue;
+            };
+            let name = composition.name.clone();
+            if config.agents.contains_key(&name) {
+                self.problems.push(Problem::new(
+                    node.name().span(),
+                    format!("`{name}` is both an agent block and a pipeline"),
+                ));
+            } else if config.pipelines.insert(name.clone(), composition).is_some() {
+                self.problems.push(Problem::new(
+                    node.name().span(),
+                    format!("pipeline `{name}` is defined twice"),
+                ));
+            }
+        }
+        self.problems
+            .extend(super::compose::cycles(&config.pipelines));
         config
     }
 
@@ -226,7 +256,8 @@ impl Walker {
         let mut policy = defaults.clone();
         let mut seen = Seen::default();
         for child in node.children().map(|d| d.nodes()).unwrap_or_default() {
-            if child.name().value() != "filter-config" && !seen.first(self, child) {
+            let repeatable = matches!(child.name().value(), "filter-config" | "subscribe");
+            if !repeatable && !seen.first(self, child) {
                 continue;
             }
             if child.name().value() == "config" {
@@ -239,6 +270,14 @@ impl Walker {
                 self.card(child, &mut policy.card);
             } else if child.name().value() == "outbound" {
                 policy.outbound = self.outbound(child).map(Arc::new);
+            } else if child.name().value() == "calls" {
+                set(&mut policy.calls, self.names(child, "agent"));
+            } else if child.name().value() == "publishes" {
+                set(&mut policy.publishes, self.names(child, "topic pattern"));
+            } else if child.name().value() == "subscribe" {
+                if let Some(sub) = self.subscribe(child) {
+                    policy.subscribes.push(sub);
+                }
             } else if child.name().value() == "filter-config" {
                 if let Some((filter, _)) = self.guest_name(child, "filter-config") {
                     let values = Arc::new(self.values(child));

@@ -169,4 +169,10 @@ pub struct Policy {
     pub digest: Option<String>,
     /// `outbound { … }`: the HTTP requests it may make; none when absent.
     pub outbound: Option<std::sync::Arc<super::Outbound>>,
+    /// `calls "a" "b"`: the agents and pipelines it may call; none by default.
+    pub calls: Vec<String>,
+    /// `publishes "pattern" …`: the topics it may publish to; none by default.
+    pub publishes: Vec<String>,
+    /// `subscribe "pattern" { … }`: the topics delivered to it.
+    pub subscribes: Vec<super::Subscription>,
 }

@@ -56,10 +56,20 @@ impl FilterRoute {
 
 /// Every agent's chain for one snapshot; agents with an empty chain have
 /// none here.
-#[derive(Default)]
 pub struct Chains {
     filters: BTreeMap<String, Arc<FilterRoute>>,
     by_agent: BTreeMap<String, Arc<[Arc<FilterRoute>]>>,
+    topics: Result<Arc<[Arc<FilterRoute>]>, String>,
+}
+
+impl Default for Chains {
+    fn default() -> Self {
+        Chains {
+            filters: BTreeMap::new(),
+            by_agent: BTreeMap::new(),
+            topics: Ok(Arc::from([])),
+        }
+    }
 }
 
 impl Chains {
@@ -79,21 +89,57 @@ impl Chains {
                 (name.clone(), route)
             })
             .collect();
-        let by_agent = snapshot
+        let chain_of = |names: &[String]| -> Arc<[Arc<FilterRoute>]> {
+            names
+                .iter()
+                .filter_map(|f| filters.get(f).cloned())
+                .collect()
+        };
+        let mut by_agent: BTreeMap<String, Arc<[Arc<FilterRoute>]>> = snapshot
             .agents
             .iter()
             .filter(|(_, a)| !a.policy.filters.is_empty())
-            .map(|(name, agent)| {
-                let chain: Arc<[Arc<FilterRoute>]> = agent
-                    .policy
-                    .filters
-                    .iter()
-                    .filter_map(|f| filters.get(f).cloned())
-                    .collect();
-                (name.clone(), chain)
-            })
+            .map(|(name, agent)| (name.clone(), chain_of(&agent.policy.filters)))
             .collect();
-        Chains { filters, by_agent }
+        // Pipeline blocks and topics pass the top-level chain. The loader
+        // refused pipelines when one of its filters did not load; topics
+        // are refused then ([`Chains::topics`]).
+        let top = snapshot
+            .config
+            .as_ref()
+            .map(|c| c.defaults.filters.clone())
+            .unwrap_or_default();
+        let missing: Vec<&str> = top
+            .iter()
+            .filter(|f| !filters.contains_key(*f))
+            .map(String::as_str)
+            .collect();
+        let topics = missing.is_empty().then(|| chain_of(&top));
+        let topics = topics.ok_or_else(|| {
+            format!(
+                "topics are not served: the top-level filter chain names `{}`, which did not load",
+                missing.join("`, `")
+            )
+        });
+        if !top.is_empty() {
+            for name in snapshot.compositions.keys() {
+                by_agent.insert(name.clone(), chain_of(&top));
+            }
+        }
+        Chains {
+            filters,
+            by_agent,
+            topics,
+        }
+    }
+
+    /// The chain a client's publish or watch passes (the top-level one),
+    /// or why topics are not served.
+    pub fn topics(&self) -> Result<&[Arc<FilterRoute>], &str> {
+        match &self.topics {
+            Ok(chain) => Ok(chain),
+            Err(why) => Err(why),
+        }
     }
 
     /// The chain requests to `agent` pass; empty when it has none.

@@ -104,6 +104,7 @@ pub fn reload_dir(
         }
     }
     scan.check_chains();
+    scan.check_compositions();
     Ok(scan.snapshot)
 }
 
@@ -234,6 +235,72 @@ impl Scan<'_> {
             // looked at again on every scan.
             self.refuse(&entry.origin.path, None, reason);
         }
+    }
+
+    /// Serves the `pipeline` blocks whose every step names a loaded agent
+    /// or a served pipeline, and whose filters loaded; refuses the others,
+    /// naming the step by its place in the configuration.
+    fn check_compositions(&mut self) {
+        let config = self.config;
+        let top_missing: Vec<&str> = config
+            .defaults
+            .filters
+            .iter()
+            .filter(|f| !self.snapshot.filters.contains_key(*f))
+            .map(String::as_str)
+            .collect();
+        let mut served: BTreeMap<&str, &crate::config::Composition> = BTreeMap::new();
+        let mut why: BTreeMap<&str, (String, String)> = BTreeMap::new();
+        for (name, composition) in &config.pipelines {
+            if self.snapshot.agents.contains_key(name) {
+                let reason =
+                    format!("an agent component is also called `{name}`: the agent is served");
+                why.insert(name, (composition.at.clone(), reason));
+            } else if !top_missing.is_empty() {
+                let reason = format!(
+                    "the top-level filter chain names `{}`, which did not load",
+                    top_missing.join("`, `")
+                );
+                why.insert(name, (composition.at.clone(), reason));
+            } else {
+                served.insert(name, composition);
+            }
+        }
+        // A pipeline whose step is a refused pipeline is refused in turn.
+        loop {
+            let mut refused = None;
+            for (name, composition) in &served {
+                let bad = composition.flow.steps().into_iter().find_map(|step| {
+                    let n = step.name.as_str();
+                    if self.snapshot.agents.contains_key(n) || served.contains_key(n) {
+                        None
+                    } else if self.snapshot.filters.contains_key(n) {
+                        Some((step, format!("`{n}` is a filter, not an agent")))
+                    } else if why.contains_key(n) {
+                        Some((step, format!("pipeline `{n}` is not served")))
+                    } else {
+                        Some((step, format!("no agent or pipeline named `{n}` is loaded")))
+                    }
+                });
+                if let Some((step, reason)) = bad {
+                    refused = Some((*name, step.at.clone(), reason));
+                    break;
+                }
+            }
+            let Some((name, at, reason)) = refused else {
+                break;
+            };
+            served.remove(name);
+            why.insert(name, (at, reason));
+        }
+        for (name, (at, reason)) in why {
+            let reason = format!("pipeline `{name}` is not served: {reason}");
+            self.refuse(Path::new(&at), None, reason);
+        }
+        self.snapshot.compositions = served
+            .into_iter()
+            .map(|(name, c)| (name.to_string(), Arc::new(c.clone())))
+            .collect();
     }
 
     /// Records a refusal; logs it unless the previous scan logged the same.

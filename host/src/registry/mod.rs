@@ -173,6 +173,8 @@ pub struct Snapshot {
     pub refused: Vec<Refusal>,
     /// The configuration this snapshot was loaded with.
     pub config: Option<Arc<Config>>,
+    /// The `pipeline` blocks served: those whose every step loaded.
+    pub compositions: BTreeMap<String, Arc<crate::config::Composition>>,
 }
 
 impl Snapshot {

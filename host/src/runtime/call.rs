@@ -405,7 +405,13 @@ impl<E> Live<E> {
         let data = self.store.data_mut();
         data.request_id = Some(req.id.clone());
         data.may_yield = may_yield;
+        data.reach.clone_from(&req.hop.reach);
         self.arm_deadline();
+        // A call from another agent ends when its caller must.
+        if let Some(outer) = req.hop.deadline {
+            let data = self.store.data_mut();
+            data.deadline_at = data.deadline_at.min(outer);
+        }
     }
 
     /// Bytes of linear memory this instance holds now.

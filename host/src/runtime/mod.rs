@@ -12,6 +12,7 @@ mod engine;
 mod filter;
 mod http;
 mod outbound;
+mod peers;
 mod preinit;
 mod state;
 mod streaming;
@@ -112,11 +113,11 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
-        bindings::add_host_to_linker(&mut linker)?;
+        bindings::add_host_to_linker(&mut linker, false)?;
         let mut linker_async = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker_async)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker_async)?;
-        bindings::add_host_to_linker(&mut linker_async)?;
+        bindings::add_host_to_linker(&mut linker_async, true)?;
         Ok(Runtime {
             engine,
             linker,

@@ -48,6 +48,9 @@ pub struct GuestState {
     pub(crate) cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// Where the current `handle` call may stream its answer.
     pub(crate) sink: Option<crate::request::Sink>,
+    /// What the current call may reach through the host (other agents,
+    /// topics); none when its agent's block allows neither.
+    pub(crate) reach: Option<crate::request::Reach>,
     wasi: Option<WasiCtx>,
     /// `wasi:http` state, for components that use it; built on first use.
     http: Option<(WasiHttpCtx, Hooks)>,
@@ -66,6 +69,7 @@ impl GuestState {
             turn: None,
             cancel: None,
             sink: None,
+            reach: None,
             wasi: None,
             http: None,
             table: ResourceTable::new(),

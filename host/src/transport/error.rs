@@ -65,6 +65,12 @@ impl From<&PipelineError> for ApiError {
         use StatusCode as S;
         match err {
             PipelineError::AgentNotFound(name) => ApiError::agent_not_found(name),
+            PipelineError::Topic(why) => ApiError::new(S::BAD_REQUEST, "bad_topic", why.clone()),
+            PipelineError::Composition(status, why) => ApiError::new(
+                S::from_u16(*status).unwrap_or(S::BAD_GATEWAY),
+                "pipeline_failed",
+                why.clone(),
+            ),
             PipelineError::Body(BodyError::TooLarge(limit)) => ApiError::body_too_large(*limit),
             PipelineError::Body(BodyError::Unreadable) => ApiError::new(
                 S::BAD_REQUEST,
@@ -265,12 +271,14 @@ mod tests {
                 phase: "request_headers",
                 kind: FailureKind::Trap,
             }),
+            PipelineError::Topic("a.*".into()),
+            PipelineError::Composition(504, "slow".into()),
         ];
         let statuses: Vec<u16> = cases
             .iter()
             .map(|e| ApiError::from(e).status.as_u16())
             .collect();
-        assert_eq!(statuses, [404, 413, 400, 503, 413, 502, 504, 503]);
+        assert_eq!(statuses, [404, 413, 400, 503, 413, 502, 504, 503, 400, 504]);
         for err in &cases {
             assert_eq!(ApiError::from(err).status.as_u16(), err.status());
         }

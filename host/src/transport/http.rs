@@ -27,7 +27,7 @@ use crate::router::AgentRoute;
 
 /// What every HTTP handler shares.
 pub struct AppState {
-    pub pipeline: Pipeline,
+    pub pipeline: Arc<Pipeline>,
     /// A2A tasks, for the agents that serve A2A.
     pub a2a: Arc<crate::a2a::A2a>,
     /// The agent whose card is the host's own, at `/.well-known/agent-card.json`.
@@ -43,6 +43,10 @@ pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/a2a/{name}", any(super::a2a::call))
         .route("/a2a/{name}/", any(super::a2a::call))
         .route("/a2a/{name}/{*rest}", any(super::a2a::call))
+        .route(
+            "/topics/{*topic}",
+            axum::routing::post(publish_topic).get(watch_topic),
+        )
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
@@ -186,15 +190,18 @@ fn health_summary(route: &AgentRoute) -> Value {
     summary
 }
 
+fn client_of(req: &HttpRequest) -> Option<SocketAddr> {
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0)
+}
+
 async fn call_agent(
     State(state): State<Arc<AppState>>,
     Path(params): Path<Vec<(String, String)>>,
     req: HttpRequest,
 ) -> Response {
-    let client = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0);
+    let client = client_of(&req);
     let name = params.first().map(|(_, v)| v.as_str()).unwrap_or("");
     let id = request::next_request_id();
     let span = tracing::info_span!(
@@ -218,6 +225,31 @@ async fn call_agent(
         response.headers_mut().insert("x-request-id", value);
     }
     response
+}
+
+/// `POST /topics/{topic}`: the body is published, after the top-level filters.
+async fn publish_topic(
+    State(state): State<Arc<AppState>>,
+    Path(topic): Path<String>,
+    req: HttpRequest,
+) -> Response {
+    let client = client_of(&req);
+    let (request, body) = neutral(req, request::next_request_id(), client, |_| "/".into());
+    let result = state.pipeline.publish_topic(&topic, request, body).await;
+    answer(result).unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `GET /topics/{pattern}`: the events of matching topics as server-sent
+/// events, after the top-level filters.
+async fn watch_topic(
+    State(state): State<Arc<AppState>>,
+    Path(pattern): Path<String>,
+    req: HttpRequest,
+) -> Response {
+    let client = client_of(&req);
+    let (request, _) = neutral(req, request::next_request_id(), client, |_| "/".into());
+    let result = state.pipeline.watch_topic(&pattern, request).await;
+    answer(result).unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn handle(
@@ -255,6 +287,7 @@ pub(super) fn neutral(
         metadata: Vec::new(),
         call: request::Call::Handle,
         incoming: None,
+        hop: request::Hop::default(),
     };
     (request, request::Body::Wire(Box::new(Wire(body))))
 }

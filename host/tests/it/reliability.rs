@@ -167,6 +167,8 @@ fn place(key: &str, value: &str) -> String {
         }
         "timeout" => format!("push {{ allow \"127.0.0.1\"; timeout {v} }}"),
         "max-tasks" | "max-age" => format!("tasks {{ {key} {v} }}"),
+        // A top-level value: a block of its own below.
+        "call-depth" => format!("call-depth {v} {{}}"),
         "body-limit" => format!("filter \"allow\" {{ body-limit {v} }}"),
         "max-body" => {
             format!("agent \"other\" {{ outbound {{ allow \"127.0.0.1\"; max-body {v} }} }}")
@@ -206,6 +208,9 @@ async fn extreme_values_that_check_accepts_start_and_serve() {
                             lines.push(part.to_string());
                         }
                     }
+                }
+                if lines.is_empty() {
+                    return format!("{}\n", head.trim());
                 }
                 format!("{head}{{ {} }}\n", lines.join("; "))
             })
