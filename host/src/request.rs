@@ -384,6 +384,23 @@ impl Response {
             stream: None,
         }
     }
+
+    /// A 200 whose body is `stream`, as server-sent events
+    /// (`content-type: text/event-stream`, `cache-control: no-cache`).
+    pub fn event_stream(stream: BodyStream) -> Response {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/event-stream"),
+        );
+        headers.insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("no-cache"),
+        );
+        let mut resp = Response::new(StatusCode::OK, headers, Bytes::new());
+        resp.stream = Some(stream);
+        resp
+    }
 }
 
 impl Request {

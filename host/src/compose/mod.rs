@@ -280,20 +280,9 @@ pub fn watch_response(watch: Watch, pattern: &str) -> Response {
         Some((Ok(sse_frame(&event)), watch))
     });
     let stream = futures_util::stream::once(async move { Ok(hello) }).chain(events);
-    let mut headers = http::HeaderMap::new();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(
-        http::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
-    let mut resp = Response::new(http::StatusCode::OK, headers, Bytes::new());
-    resp.stream = Some(Box::pin(Unsync(sync_wrapper::SyncWrapper::new(Box::pin(
+    Response::event_stream(Box::pin(Unsync(sync_wrapper::SyncWrapper::new(Box::pin(
         stream,
-    )))));
-    resp
+    )))))
 }
 
 type EventStream =

@@ -223,15 +223,6 @@ fn sse_response(
     events: tokio::sync::mpsc::Receiver<StreamResponse>,
     frame: impl Fn(StreamResponse) -> Value + Send + Sync + 'static,
 ) -> request::Response {
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(
-        http::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
     // Events already waiting leave together, as one write: a fast agent's
     // burst costs one system call, not one per event; none waits for more.
     let batches = futures_util::StreamExt::ready_chunks(
@@ -247,9 +238,7 @@ fn sse_response(
         }
         Ok(Bytes::from(out))
     });
-    let mut resp = request::Response::new(StatusCode::OK, headers, Bytes::new());
-    resp.stream = Some(Box::pin(stream));
-    resp
+    request::Response::event_stream(Box::pin(stream))
 }
 
 #[cfg(test)]
