@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-pub use pattern::{Index, MAX_TOPIC_LEN, Pattern, check_topic};
+pub use pattern::{Index, MAX_TOPIC_LEN, Pattern, check_topic, matches};
 pub use queue::{Event, Queue, QueueCounters};
 
 use crate::config::{Overflow, Subscription};

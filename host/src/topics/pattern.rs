@@ -41,17 +41,23 @@ impl Pattern {
     /// Whether `topic` (a checked topic) matches; for one-off checks (the
     /// index is for many patterns).
     pub fn matches(&self, topic: &str) -> bool {
-        let mut tokens = topic.split('.');
-        for want in self.0.split('.') {
-            match (want, tokens.next()) {
-                (">", Some(_)) => return true,
-                ("*", Some(_)) => {}
-                (want, Some(got)) if want == got => {}
-                _ => return false,
-            }
-        }
-        tokens.next().is_none()
+        matches(&self.0, topic)
     }
+}
+
+/// Whether `topic` matches `pattern`, both already checked (a pattern
+/// from a parsed configuration).
+pub fn matches(pattern: &str, topic: &str) -> bool {
+    let mut tokens = topic.split('.');
+    for want in pattern.split('.') {
+        match (want, tokens.next()) {
+            (">", Some(_)) => return true,
+            ("*", Some(_)) => {}
+            (want, Some(got)) if want == got => {}
+            _ => return false,
+        }
+    }
+    tokens.next().is_none()
 }
 
 /// Checks a topic a message is published to: a pattern's rules, and no

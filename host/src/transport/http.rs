@@ -43,10 +43,7 @@ pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/a2a/{name}", any(super::a2a::call))
         .route("/a2a/{name}/", any(super::a2a::call))
         .route("/a2a/{name}/{*rest}", any(super::a2a::call))
-        .route(
-            "/topics/{*topic}",
-            axum::routing::post(publish_topic).get(watch_topic),
-        )
+        .route("/topics/{*topic}", axum::routing::post(topics).get(topics))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
@@ -227,28 +224,22 @@ async fn call_agent(
     response
 }
 
-/// `POST /topics/{topic}`: the body is published, after the top-level filters.
-async fn publish_topic(
+/// `POST /topics/{topic}` publishes the body; `GET /topics/{pattern}`
+/// answers the events of matching topics as server-sent events. Both pass
+/// the top-level filters.
+async fn topics(
     State(state): State<Arc<AppState>>,
-    Path(topic): Path<String>,
+    Path(name): Path<String>,
     req: HttpRequest,
 ) -> Response {
     let client = client_of(&req);
+    let method = req.method().clone();
     let (request, body) = neutral(req, request::next_request_id(), client, |_| "/".into());
-    let result = state.pipeline.publish_topic(&topic, request, body).await;
-    answer(result).unwrap_or_else(IntoResponse::into_response)
-}
-
-/// `GET /topics/{pattern}`: the events of matching topics as server-sent
-/// events, after the top-level filters.
-async fn watch_topic(
-    State(state): State<Arc<AppState>>,
-    Path(pattern): Path<String>,
-    req: HttpRequest,
-) -> Response {
-    let client = client_of(&req);
-    let (request, _) = neutral(req, request::next_request_id(), client, |_| "/".into());
-    let result = state.pipeline.watch_topic(&pattern, request).await;
+    let result = match method {
+        http::Method::POST => state.pipeline.publish_topic(&name, request, body).await,
+        http::Method::GET => state.pipeline.watch_topic(&name, request).await,
+        _ => return StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    };
     answer(result).unwrap_or_else(IntoResponse::into_response)
 }
 

@@ -61,6 +61,12 @@ pub fn agents_dir(names: &[&str]) -> tempfile::TempDir {
     dir
 }
 
+/// Copies the built guest `name` into `dir` as `as_name.wasm` (one
+/// component serving under several names).
+pub fn copy_guest(dir: &Path, name: &str, as_name: &str) {
+    std::fs::copy(guest(name), dir.join(format!("{as_name}.wasm"))).unwrap();
+}
+
 /// Engine settings small enough for many engines in one test process.
 pub fn test_engine() -> EngineSettings {
     EngineSettings {

@@ -13,7 +13,7 @@ use crate::common::*;
 fn dir_with_relays(guests: &[&str], relays: &[&str]) -> tempfile::TempDir {
     let dir = agents_dir(guests);
     for name in relays {
-        std::fs::copy(guest("relay"), dir.path().join(format!("{name}.wasm"))).unwrap();
+        copy_guest(dir.path(), "relay", name);
     }
     dir
 }
@@ -364,7 +364,7 @@ fn pipeline_mistakes_are_refused_with_their_place() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_embedded_default_composes_and_subscribes() {
     let dir = agents_dir(&["echo", "hello", "headers", "waf"]);
-    std::fs::copy(guest("relay"), dir.path().join("audit.wasm")).unwrap();
+    copy_guest(dir.path(), "relay", "audit");
     let server = Server::start(config(dir.path(), wharf::config::EMBEDDED_DEFAULT)).await;
     let reply = post(&server.url("/agents/hello-twice"), "Ishmael").await;
     assert_eq!(

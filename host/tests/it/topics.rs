@@ -63,8 +63,8 @@ async fn events(
 #[tokio::test(flavor = "multi_thread")]
 async fn subscribers_get_events_in_order_and_a_bad_one_stalls_no_one() {
     let dir = agents_dir(&["trap", "spin", "probe"]);
-    std::fs::copy(guest("relay"), dir.path().join("audit.wasm")).unwrap();
-    std::fs::copy(guest("relay"), dir.path().join("loud.wasm")).unwrap();
+    copy_guest(dir.path(), "relay", "audit");
+    copy_guest(dir.path(), "relay", "loud");
     let server = Server::start(config(dir.path(), TOPICS)).await;
 
     // A client watches what the audit agent forwards.
@@ -149,8 +149,8 @@ async fn subscribers_get_events_in_order_and_a_bad_one_stalls_no_one() {
 #[tokio::test(flavor = "multi_thread")]
 async fn agents_publish_only_where_their_block_allows() {
     let dir = agents_dir(&["echo"]);
-    std::fs::copy(guest("relay"), dir.path().join("loud.wasm")).unwrap();
-    std::fs::copy(guest("relay"), dir.path().join("quiet.wasm")).unwrap();
+    copy_guest(dir.path(), "relay", "loud");
+    copy_guest(dir.path(), "relay", "quiet");
     let server = Server::start(config(
         dir.path(),
         TOPICS.replace("filters \"probe\"", "").as_str(),
