@@ -58,12 +58,13 @@ build_c() { # NAME [WORLD]
 build_go() { # NAME [WORLD]
     local name="$1" world="${2:-agent}" dir="$work/go-$1"
     stale "$out/$name-go.wasm" "$root/guests/go/$name" "$root/guests/go/wharfguest" \
-        "$root/guests/go/wharfa2a" || return 0
+        "$root/guests/go/wharfa2a" "$root/guests/go/wharfpeers" || return 0
     rm -rf "$dir" && mkdir -p "$dir"
     "$WHARF_BIN" bindgen --lang go --world "$world" --out "$dir" >/dev/null
     # Every exported interface is a package of the guest's own.
     cp -r "$root/guests/go/wharfguest" "$root/guests/go/$name"/export_* "$dir/"
     if [ "$world" = a2a-agent ]; then cp -r "$root/guests/go/wharfa2a" "$dir/"; fi
+    if [ "$world" != filter ]; then cp -r "$root/guests/go/wharfpeers" "$dir/"; fi
     (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOOS=wasip1 GOARCH=wasm \
         go build -buildmode=c-shared -ldflags='-checklinkname=0 -s' -o core.wasm .)
     "$WHARF_BIN" componentize "$dir/core.wasm" --world "$world" --out "$out/$name-go.wasm" >/dev/null
@@ -78,7 +79,7 @@ build_py() { # NAME [WORLD]
 
 build_js() { # NAME [WORLD]
     local name="$1" world="${2:-agent}" js="$root/guests/js"
-    stale "$out/$name-js.wasm" "$js/$name" "$js/wharf-guest.js" || return 0
+    stale "$out/$name-js.wasm" "$js/$name" "$js/wharf-guest.js" "$js/wharf-peers.js" || return 0
     (cd "$js" && "$root/target/toolchains/js/node_modules/.bin/componentize-js" "$name/app.js" \
         --wit "$wit" --world-name "$world" \
         --disable http --disable fetch-event -o "$out/$name-js.wasm" >/dev/null)

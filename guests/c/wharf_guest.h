@@ -27,6 +27,7 @@ typedef filter_list_u8_t wg_list;
 #define agent_error_t a2a_agent_error_t
 #define agent_string_dup a2a_agent_string_dup
 #define agent_string_free a2a_agent_string_free
+#define agent_string_set a2a_agent_string_set
 typedef a2a_agent_list_u8_t wg_list;
 #else
 #include "agent.h"
@@ -236,6 +237,54 @@ static bool wg_stream_write(const uint8_t *ptr, size_t len) {
   bool ok = wharf_plugin_streaming_write(&list, &why);
   if (!ok) agent_string_free(&why);
   return ok;
+}
+
+// Calling another agent or pipeline through the host (the `peers` import;
+// the caller's KDL block must list it in `calls`), with an empty header
+// list. On success *resp is the callee's response (free it with
+// wharf_plugin_peers_response_free). On failure *status is 403 (denied),
+// 404 (not found), 508 (a loop) or the failure's own status, and `why`
+// holds `CASE: message`.
+static bool wg_call(const char *agent, const char *method, const char *path, const uint8_t *body,
+                    size_t body_len, wharf_plugin_peers_response_t *resp, uint16_t *status,
+                    wg_buf *why) {
+  wg_buf head = {0};
+  wg_put_byte(&head, 0x83);
+  const char *fields[6] = {"method", method, "path", path, "query", ""};
+  for (int i = 0; i < 6; i++) wg_put_msgpack_str(&head, (const uint8_t *)fields[i], strlen(fields[i]));
+  wharf_plugin_peers_request_t req = {
+      .head = {head.ptr, head.len}, .headers = {NULL, 0}, .body = {(uint8_t *)body, body_len}};
+  agent_string_t name;
+  agent_string_set(&name, agent);
+  wharf_plugin_peers_call_error_t err = {0};
+  bool ok = wharf_plugin_peers_call(&name, &req, resp, &err);
+  free(head.ptr);
+  if (ok) return true;
+  static const char *cases[4] = {"denied", "not-found", "loop", "failed"};
+  static const uint16_t statuses[3] = {403, 404, 508};
+  agent_string_t *text = err.tag == WHARF_PLUGIN_PEERS_CALL_ERROR_FAILED ? &err.val.failed.f1 : &err.val.denied;
+  *status = err.tag == WHARF_PLUGIN_PEERS_CALL_ERROR_FAILED ? err.val.failed.f0 : statuses[err.tag];
+  wg_put_cstr(why, cases[err.tag]);
+  wg_put_cstr(why, ": ");
+  wg_put(why, text->ptr, text->len);
+  wharf_plugin_peers_call_error_free(&err);
+  return false;
+}
+
+// Publishing `len` bytes to `topic` through the host (the caller's block
+// must allow it in `publishes`): how many subscribers it was queued for,
+// or -1 when the host refused (the reason is dropped).
+static int64_t wg_publish(const char *topic, const uint8_t *payload, size_t len) {
+  agent_string_t name;
+  agent_string_set(&name, topic);
+  agent_list_u8_t list = {(uint8_t *)payload, len};
+  uint32_t queued = 0;
+  agent_string_t why = {0};
+  if (!wharf_plugin_peers_publish(&name, &list, &queued, &why)) {
+    agent_string_free(&why);
+    return -1;
+  }
+  return queued;
 }
 #endif
 

@@ -114,6 +114,46 @@ def headers(request_headers=b"", *extra):
     return bytes(out)
 
 
+# Other agents and topics, through the host (the `peers` import; the
+# caller's KDL block must allow it: `calls "NAME"`, `publishes "PATTERN"`).
+# The bindings are imported when first used, so filters use this module too.
+
+
+def call(agent, method, path, body=b""):
+    """Calls `agent` with a request of this method, path and body (no
+    headers) and returns (status, body): the callee's answer, or for a
+    refused or failed call 403 (denied), 404 (not found), 508 (a loop) or
+    the failure's own status, with `CASE: message` as body."""
+    from componentize_py_types import Err  # noqa: PLC0415
+    from wit_world.imports import peers, types  # noqa: PLC0415
+
+    head = bytearray(b"\x83")
+    for text in ("method", method, "path", path, "query", ""):
+        _put_str(head, text)
+    try:
+        resp = peers.call(agent, types.Request(head=bytes(head), headers=b"", body=body))
+    except Err as err:
+        e = err.value
+        if isinstance(e, peers.CallError_Failed):
+            status, message = e.value
+            return status, f"failed: {message}".encode()
+        case, status = {
+            peers.CallError_Denied: ("denied", 403),
+            peers.CallError_NotFound: ("not-found", 404),
+            peers.CallError_LoopDetected: ("loop", 508),
+        }[type(e)]
+        return status, f"{case}: {e.value}".encode()
+    return resp.status, resp.body
+
+
+def publish(topic, payload):
+    """Publishes `payload` to `topic`: how many subscribers it was queued
+    for. Raises `Err` with the host's reason when refused."""
+    from wit_world.imports import peers  # noqa: PLC0415
+
+    return peers.publish(topic, payload)
+
+
 # A2A (the `a2a-agent` world): the bindings are imported when first used, so
 # agents and filters of the other worlds use this module too.
 

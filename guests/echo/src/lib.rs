@@ -2,10 +2,14 @@
 //! `x-echo-method` and `x-echo-path` taken from the request head. Every
 //! language's echo agent answers exactly this way (the contract suite).
 //! With `x-echo-chunks: N` (1–64) it streams the answer: the head at once,
-//! the body in N pieces, the last one returned by `handle`.
+//! the body in N pieces, the last one returned by `handle`. With
+//! `x-echo-call: AGENT` it calls AGENT through the host with the body and
+//! answers with its status and body (a refused or failed call: its status
+//! and `CASE: message`); with `x-echo-publish: TOPIC` it publishes the body
+//! and adds `x-echo-queued` (the count, or `refused`).
 
 use wharf_guest::{
-    Card, Error, Head, Health, Request, Response, Skill, header_pairs, headers_with, stream,
+    Card, Error, Head, Health, Request, Response, Skill, header_pairs, headers_with, peers, stream,
 };
 
 struct Echo;
@@ -14,14 +18,30 @@ impl wharf_guest::Guest for Echo {
     fn handle(req: Request) -> Result<Response, Error> {
         let malformed = |what: &str| Error::BadRequest(format!("malformed request: {what}"));
         let head = Head::decode(&req.head).map_err(malformed)?;
+        let pairs = header_pairs(&req.headers).map_err(malformed)?;
+        let find = |name: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+        };
+        if let Some(agent) = find("x-echo-call") {
+            return Ok(call_through(&agent, &req.body));
+        }
+        let queued = find("x-echo-publish").map(|topic| match peers::publish(&topic, &req.body) {
+            Ok(n) => n.to_string(),
+            Err(_) => "refused".to_string(),
+        });
+        let mut extra = vec![
+            ("x-echo-method", head.method.as_str()),
+            ("x-echo-path", &head.path),
+        ];
+        if let Some(queued) = &queued {
+            extra.push(("x-echo-queued", queued));
+        }
         // The header blob has the same encoding in requests and responses,
         // so echoing headers needs no decoding.
-        let headers = headers_with(
-            &req.headers,
-            &[("x-echo-method", &head.method), ("x-echo-path", &head.path)],
-        )
-        .map_err(malformed)?;
-        let pairs = header_pairs(&req.headers).map_err(malformed)?;
+        let headers = headers_with(&req.headers, &extra).map_err(malformed)?;
         let Some((_, chunks)) = pairs.iter().find(|(name, _)| *name == "x-echo-chunks") else {
             return Ok(Response {
                 status: 200,
@@ -60,6 +80,14 @@ impl wharf_guest::Guest for Echo {
 
     fn health() -> Health {
         Health::Ok
+    }
+}
+
+/// What `agent` answered to `body`, or the call's error as a response.
+fn call_through(agent: &str, body: &[u8]) -> Response {
+    match peers::call(agent, "POST", "/", &[], body) {
+        Ok(resp) => Response::new(resp.status, resp.body),
+        Err(err) => peers::error_response(err),
     }
 }
 

@@ -1,7 +1,10 @@
 """echo (Python): answers 200 with the request body and headers, plus
 x-echo-method and x-echo-path taken from the request head. With
 x-echo-chunks: N (1-64) it streams the answer: the head at once, the body
-in N pieces, the last one returned by handle."""
+in N pieces, the last one returned by handle. With x-echo-call: AGENT it
+calls AGENT through the host with the body and answers with its status and
+body (a refused or failed call: its status and `CASE: message`); with
+x-echo-publish: TOPIC it publishes the body and adds x-echo-queued."""
 
 import wit_world
 from componentize_py_types import Err
@@ -14,11 +17,19 @@ class WitWorld(wit_world.WitWorld):
     def handle(self, req: types.Request) -> types.Response:
         try:
             head = wharf_guest.decode_head(req.head)
-            headers = wharf_guest.headers(
-                req.headers,
-                ("x-echo-method", head.get("method", "")),
-                ("x-echo-path", head.get("path", "")),
-            )
+            agent = wharf_guest.header(req.headers, "x-echo-call")
+            if agent is not None:
+                status, body = wharf_guest.call(agent, "POST", "/", req.body)
+                return types.Response(status=status, headers=b"", body=body)
+            extra = [("x-echo-method", head.get("method", "")), ("x-echo-path", head.get("path", ""))]
+            topic = wharf_guest.header(req.headers, "x-echo-publish")
+            if topic is not None:
+                try:
+                    queued = str(wharf_guest.publish(topic, req.body))
+                except Err:
+                    queued = "refused"
+                extra.append(("x-echo-queued", queued))
+            headers = wharf_guest.headers(req.headers, *extra)
             chunks = wharf_guest.header(req.headers, "x-echo-chunks")
         except ValueError as err:
             raise Err(types.Error_BadRequest(f"malformed request: {err}"))

@@ -37,20 +37,8 @@ impl wharf_guest::Guest for Relay {
                 "" => below.to_string(),
                 q => format!("{below}?{q}"),
             };
-            return Ok(
-                match peers::call(callee, &head.method, &path, &[], &req.body) {
-                    Ok(resp) => resp,
-                    Err(err) => {
-                        let (status, text) = match err {
-                            peers::CallError::Denied(m) => (403, format!("denied: {m}")),
-                            peers::CallError::NotFound(m) => (404, format!("not-found: {m}")),
-                            peers::CallError::LoopDetected(m) => (508, format!("loop: {m}")),
-                            peers::CallError::Failed((s, m)) => (s, format!("failed: {m}")),
-                        };
-                        Response::new(status, text)
-                    }
-                },
-            );
+            return Ok(peers::call(callee, &head.method, &path, &[], &req.body)
+                .unwrap_or_else(peers::error_response));
         }
         if let Some(topic) = head.path.strip_prefix("/publish/") {
             return Ok(match peers::publish(topic, &req.body) {

@@ -132,6 +132,18 @@ pub mod peers {
         };
         crate::bindings::wharf::plugin::peers::call(agent, &req)
     }
+
+    /// A call's error as a response: 403 (denied), 404 (not found), 508
+    /// (a loop) or the failure's own status, with `CASE: message` as body.
+    pub fn error_response(err: CallError) -> crate::Response {
+        let (status, text) = match err {
+            CallError::Denied(m) => (403, format!("denied: {m}")),
+            CallError::NotFound(m) => (404, format!("not-found: {m}")),
+            CallError::LoopDetected(m) => (508, format!("loop: {m}")),
+            CallError::Failed((s, m)) => (s, format!("failed: {m}")),
+        };
+        crate::Response::new(status, text)
+    }
 }
 
 pub use a2a_bindings::export_a2a_agent;

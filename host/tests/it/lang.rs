@@ -308,3 +308,77 @@ async fn filters_in_every_language_keep_the_filter_contract() {
         server.stop().await;
     }
 }
+
+/// Every language's echo calls another agent and publishes to a topic
+/// through the host (its helper library's `peers` wrappers): allowed by
+/// its block, refused otherwise, with the same answers in every language.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_language_calls_and_publishes_through_the_host() {
+    let mut guests = ECHOES.to_vec();
+    guests.push("hello");
+    let dir = agents_dir(&guests);
+    let kdl: String = ECHOES
+        .iter()
+        .map(|e| format!("agent \"{e}\" {{ calls \"hello\"; publishes \"lang.>\"; }}\n"))
+        .collect();
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    let client = client();
+    let watch = open(&client, Method::GET, &server.url("/topics/lang.%3E"), "").await;
+    let mut events = watch.into_body();
+    next_chunk(&mut events).await.unwrap().unwrap();
+    for agent in ECHOES {
+        let url = server.url(&format!("/agents/{agent}"));
+        let call = async |to: &str| {
+            send(
+                &client,
+                Method::POST,
+                &url,
+                &[("x-echo-call", to)],
+                "Ishmael",
+            )
+            .await
+        };
+        let reply = call("hello").await;
+        assert_eq!(
+            (reply.status.as_u16(), reply.text().as_str()),
+            (200, "Hello, Ishmael!\n"),
+            "{agent}"
+        );
+        let denied = call("echo").await;
+        assert_eq!(denied.status, 403, "{agent}: {}", denied.text());
+        assert!(
+            denied
+                .text()
+                .starts_with(&format!("denied: `{agent}` may not call `echo`")),
+            "{agent}: {}",
+            denied.text()
+        );
+        let topic = format!("lang.{}", agent.replace('-', "_"));
+        let published = send(
+            &client,
+            Method::POST,
+            &url,
+            &[("x-echo-publish", &topic)],
+            "hi",
+        )
+        .await;
+        assert_eq!(published.headers["x-echo-queued"], "1", "{agent}");
+        assert_eq!(published.text(), "hi", "{agent}");
+        let event = next_chunk(&mut events).await.unwrap().unwrap();
+        let event = String::from_utf8_lossy(&event).into_owned();
+        assert!(
+            event.contains(&format!("\"topic\":\"{topic}\"")),
+            "{agent}: {event}"
+        );
+        let refused = send(
+            &client,
+            Method::POST,
+            &url,
+            &[("x-echo-publish", "news.x")],
+            "",
+        )
+        .await;
+        assert_eq!(refused.headers["x-echo-queued"], "refused", "{agent}");
+    }
+    server.stop().await;
+}

@@ -1,7 +1,10 @@
 // Package export_wit_world is the echo agent (Go): it answers 200 with the
 // request body and headers, plus x-echo-method and x-echo-path. With
 // x-echo-chunks: N (1-64) it streams the answer: the head at once, the body
-// in N pieces, the last one returned by Handle.
+// in N pieces, the last one returned by Handle. With x-echo-call: AGENT it
+// calls AGENT through the host with the body and answers with its status and
+// body (a refused or failed call: its status and `CASE: message`); with
+// x-echo-publish: TOPIC it publishes the body and adds x-echo-queued.
 package export_wit_world
 
 import (
@@ -10,6 +13,7 @@ import (
 	"wit_component/wharf_plugin_streaming"
 	"wit_component/wharf_plugin_types"
 	"wit_component/wharfguest"
+	"wit_component/wharfpeers"
 
 	witTypes "go.bytecodealliance.org/pkg/wit/types"
 )
@@ -26,8 +30,22 @@ func Handle(req Request) witTypes.Result[Response, Error] {
 	if err != nil {
 		return witTypes.Err[Response](wharf_plugin_types.MakeErrorBadRequest("malformed request head"))
 	}
-	headers, err := wharfguest.Headers(req.Headers,
-		[2]string{"x-echo-method", head.Method}, [2]string{"x-echo-path", head.Path})
+	if agent, ok, _ := wharfguest.Header(req.Headers, "x-echo-call"); ok {
+		resp, status, why := wharfpeers.Call(agent, "POST", "/", req.Body)
+		if status != 0 {
+			return witTypes.Ok[Response, Error](Response{Status: status, Body: []byte(why)})
+		}
+		return witTypes.Ok[Response, Error](Response{Status: resp.Status, Body: resp.Body})
+	}
+	extra := [][2]string{{"x-echo-method", head.Method}, {"x-echo-path", head.Path}}
+	if topic, ok, _ := wharfguest.Header(req.Headers, "x-echo-publish"); ok {
+		queued := "refused"
+		if n, err := wharfpeers.Publish(topic, req.Body); err == nil {
+			queued = strconv.Itoa(int(n))
+		}
+		extra = append(extra, [2]string{"x-echo-queued", queued})
+	}
+	headers, err := wharfguest.Headers(req.Headers, extra...)
 	if err != nil {
 		return witTypes.Err[Response](wharf_plugin_types.MakeErrorBadRequest("malformed request headers"))
 	}
