@@ -12,77 +12,15 @@
 //! Run with `cargo bench --bench filters`; results go in BENCHMARKS.md.
 
 mod common;
+mod inproc;
 
-use std::hint::black_box;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::{HeaderValue, Method};
-use wharf::config::Config;
-use wharf::filter::AuditLog;
-use wharf::metrics::Metrics;
-use wharf::pipeline::Pipeline;
-use wharf::registry::load_dir;
-use wharf::request::{Body, Request};
-use wharf::runtime::{EngineSettings, Runtime};
-
-/// A pipeline over copies of `guests` (name, built file) with `kdl`.
-fn pipeline(guests: &[(&str, &str)], kdl: &str) -> (Arc<Pipeline>, tempfile::TempDir) {
-    let built = common::guests_dir();
-    let dir = tempfile::tempdir().unwrap();
-    for (name, file) in guests {
-        std::fs::copy(
-            built.join(format!("{file}.wasm")),
-            dir.path().join(format!("{name}.wasm")),
-        )
-        .unwrap();
-    }
-    let mut config = Config::parse("bench.kdl", kdl, dir.path()).unwrap();
-    config.agents_dir = dir.path().to_path_buf();
-    let runtime = Runtime::new(&EngineSettings::default()).unwrap();
-    let started = Instant::now();
-    let snapshot = load_dir(&runtime, &config, dir.path()).unwrap();
-    eprintln!("loaded in {:?}", started.elapsed());
-    assert!(snapshot.refused.is_empty(), "{:?}", snapshot.refused);
-    let pipeline = Pipeline::new(snapshot, Metrics::new(), AuditLog::off());
-    (pipeline, dir)
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Times `iters` requests to `agent`, in a task on a runtime worker as a
-/// connection's requests run in the server; every answer must be `status`.
-fn run(
-    rt: &tokio::runtime::Runtime,
-    pipeline: &Arc<Pipeline>,
-    agent: &'static str,
-    req: &Request,
-    status: u16,
-    iters: u64,
-) -> Duration {
-    let (pipeline, req) = (pipeline.clone(), req.clone());
-    let task = rt.spawn(async move {
-        let started = Instant::now();
-        for _ in 0..iters {
-            let mut req = req.clone();
-            req.id = wharf::request::next_request_id();
-            let body = Body::Ready(std::mem::take(&mut req.body));
-            let resp = pipeline.handle(agent, req, body).await.unwrap();
-            assert_eq!(resp.status.as_u16(), status);
-            black_box(resp);
-        }
-        started.elapsed()
-    });
-    rt.block_on(task).unwrap()
-}
+use inproc::{pipeline, run, runtime};
+use wharf::request::Request;
 
 fn request(query: &str, body: Vec<u8>) -> Request {
     let mut req = Request::new(Method::POST, "/");
