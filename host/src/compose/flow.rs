@@ -26,10 +26,7 @@ pub fn run(
     composition: Arc<Composition>,
     req: Request,
 ) -> BoxFuture<'_, Answer> {
-    Box::pin(async move {
-        let name = composition.name.clone();
-        flow(pipeline, &name, &composition.flow, req).await
-    })
+    Box::pin(async move { flow(pipeline, &composition.name, &composition.flow, req).await })
 }
 
 fn flow<'a>(p: &'a Pipeline, name: &'a str, node: &'a Flow, req: Request) -> BoxFuture<'a, Answer> {
@@ -68,8 +65,16 @@ fn flow<'a>(p: &'a Pipeline, name: &'a str, node: &'a Flow, req: Request) -> Box
             }
             Flow::Fallback { tries, on } => {
                 let mut last = None;
-                for t in tries {
-                    let answer = flow(p, name, t, req.clone()).await;
+                // The last try takes the request; the others a copy.
+                let mut req = Some(req);
+                for (i, t) in tries.iter().enumerate() {
+                    let this = if i + 1 == tries.len() {
+                        req.take()
+                    } else {
+                        req.clone()
+                    };
+                    let this = this.expect("the request is taken by the last try only");
+                    let answer = flow(p, name, t, this).await;
                     let failed = match &answer {
                         Err(_) => true,
                         Ok(resp) => match on {
