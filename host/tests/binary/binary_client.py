@@ -49,6 +49,12 @@ def echo_round_trip():
         assert header(a, "x-request-id"), "every answer carries x-request-id"
 
 
+def a_pipeline_answers_like_an_agent():
+    with Client(SOCK) as c:
+        a = c.call("echo-twice", b"twice")
+        assert a["status"] == 200 and a["body"] == b"twice", a
+
+
 def tcp_and_large_bodies():
     body = bytes(range(256)) * 4096  # 1 MiB, every byte value
     with Client(TCP) as c:

@@ -18,6 +18,7 @@ fn binary_config(dir: &Path, socket: &Path, extra: &str) -> wharf::config::Confi
             in-flight 8
         }}
         agent "spin" {{ deadline "300ms"; retries 0 }}
+        pipeline "echo-twice" {{ sequential {{ step "echo"; step "echo"; }} }}
         agent "counter" {{
             instances {{ mode "warm"; max 2 }}
             affinity {{ header "x-session-id" }}
