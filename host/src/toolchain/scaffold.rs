@@ -54,6 +54,10 @@ const GO: &[Template] = &[
         "wharfguest/wharfguest.go",
         include_str!("../../../guests/go/wharfguest/wharfguest.go"),
     ),
+    (
+        "wharfpeers/wharfpeers.go",
+        include_str!("../../../guests/go/wharfpeers/wharfpeers.go"),
+    ),
 ];
 const PYTHON: &[Template] = &[
     ("build.sh", include_str!("templates/python.build.sh")),
@@ -70,6 +74,10 @@ const JS: &[Template] = &[
     (
         "wharf-guest.js",
         include_str!("../../../guests/js/wharf-guest.js"),
+    ),
+    (
+        "wharf-peers.js",
+        include_str!("../../../guests/js/wharf-peers.js"),
     ),
 ];
 
@@ -104,6 +112,7 @@ fn edits(lang: Lang) -> &'static [(&'static str, &'static str, &'static str)] {
         Lang::Js => &[
             ("app.js", "name: 'echo'", "name: '{{name}}'"),
             ("app.js", "'../wharf-guest.js'", "'./wharf-guest.js'"),
+            ("app.js", "'../wharf-peers.js'", "'./wharf-peers.js'"),
         ],
     }
 }

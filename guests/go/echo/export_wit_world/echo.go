@@ -37,7 +37,10 @@ func Handle(req Request) witTypes.Result[Response, Error] {
 		}
 		return witTypes.Ok[Response, Error](Response{Status: resp.Status, Body: resp.Body})
 	}
-	extra := [][2]string{{"x-echo-method", head.Method}, {"x-echo-path", head.Path}}
+	extra := [][2]string{
+		[2]string{"x-echo-method", head.Method},
+		[2]string{"x-echo-path", head.Path},
+	}
 	if topic, ok, _ := wharfguest.Header(req.Headers, "x-echo-publish"); ok {
 		queued := "refused"
 		if n, err := wharfpeers.Publish(topic, req.Body); err == nil {

@@ -8,7 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 wharf="${WHARF:-wharf}"
 rm -rf build && mkdir -p build agents
 "$wharf" bindgen --lang go --out build/go >/dev/null
-cp -r export_wit_world wharfguest build/go/
+cp -r export_wit_world wharfguest wharfpeers build/go/
 (cd build/go && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOOS=wasip1 GOARCH=wasm \
     go build -buildmode=c-shared -ldflags='-checklinkname=0 -s' -o ../core.wasm .)
 "$wharf" componentize build/core.wasm --out agents/{{name}}.wasm >/dev/null
