@@ -36,6 +36,8 @@ pub enum StartError {
     Tasks(String),
     #[error("binary transport: {0}")]
     Binary(String),
+    #[error("cluster: {0}")]
+    Cluster(String),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -150,7 +152,14 @@ impl App {
         let audit = AuditLog::open(&config.audit).map_err(StartError::Audit)?;
         let metrics = Metrics::new();
         let a2a = open_tasks(&config, &metrics).await?;
-        let pipeline = Pipeline::new(snapshot, metrics, audit);
+        let pipeline = Pipeline::new(snapshot, metrics.clone(), audit);
+        if let Some(settings) = &config.cluster {
+            let cluster = crate::cluster::Cluster::connect(settings.clone(), metrics)
+                .await
+                .map_err(StartError::Cluster)?;
+            tracing::info!(node = %settings.node, nats = %settings.nats, "joining the cluster");
+            pipeline.join(Arc::new(cluster));
+        }
         let a2a_default = config.a2a.default_agent.clone();
         if let Some(name) = &a2a_default
             && !pipeline
@@ -229,6 +238,7 @@ impl App {
         let reloads = tokio::spawn(self.reloader.run());
         // One shutdown for every transport: HTTP's accept loop fires it.
         let (down, down_rx) = tokio::sync::watch::channel(false);
+        let cluster_down = down_rx.clone();
         let metrics = self.state.pipeline.metrics();
         let evicted = |listener: &'static str| {
             let label = vec![metrics::Label::new("listener", listener)];
@@ -252,6 +262,10 @@ impl App {
                 down_rx,
             ))
         });
+        let cluster = self.state.pipeline.cluster().cloned().map(|cluster| {
+            let pipeline = Arc::downgrade(&self.state.pipeline);
+            tokio::spawn(transport::nats::run(cluster, pipeline, cluster_down))
+        });
         let shutdown = async move {
             shutdown.await;
             let _ = down.send(true);
@@ -266,6 +280,9 @@ impl App {
         .await;
         if let Some(binary) = binary {
             let _ = binary.await;
+        }
+        if let Some(cluster) = cluster {
+            let _ = cluster.await;
         }
         drop(watching);
         reloads.abort();

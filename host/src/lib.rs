@@ -5,6 +5,7 @@
 
 pub mod a2a;
 pub mod app;
+pub mod cluster;
 pub mod compose;
 pub mod config;
 pub mod egress;

@@ -13,6 +13,7 @@ use std::sync::{Arc, Weak};
 
 use arc_swap::ArcSwap;
 
+use crate::cluster::Cluster;
 use crate::config::{Composition, Limits};
 use crate::filter::audit::{AuditRecord, now_rfc3339};
 use crate::filter::{AuditLog, ChainRun, Chains, FilterFailure, Flow};
@@ -39,6 +40,9 @@ pub enum PipelineError {
     /// A step of a pipeline block failed, or none of its branches answered.
     #[error("{1}")]
     Composition(u16, String),
+    /// The request went to another node, which gave no answer.
+    #[error(transparent)]
+    Forward(#[from] crate::cluster::ForwardError),
 }
 
 impl PipelineError {
@@ -48,6 +52,7 @@ impl PipelineError {
             PipelineError::AgentNotFound(_) => 404,
             PipelineError::Topic(_) => 400,
             PipelineError::Composition(status, _) => *status,
+            PipelineError::Forward(err) => err.status(),
             PipelineError::Body(BodyError::TooLarge(_)) => 413,
             PipelineError::Body(BodyError::Unreadable) => 400,
             PipelineError::Route(err) => error_status(err),
@@ -76,6 +81,12 @@ pub trait Terminal: Send + Sync {
         route: &'a Arc<AgentRoute>,
         req: Request,
     ) -> BoxFuture<'a, Result<Response, PipelineError>>;
+
+    /// Whether another node of a cluster can answer in its place (it
+    /// answers with the agent's `handle`).
+    fn forwardable(&self) -> bool {
+        false
+    }
 }
 
 /// The agent's `handle`, through its route.
@@ -93,6 +104,10 @@ impl Terminal for Dispatch {
             }
             Ok(route.dispatch(req).await?)
         })
+    }
+
+    fn forwardable(&self) -> bool {
+        true
     }
 }
 
@@ -162,6 +177,8 @@ pub struct Pipeline {
     bus: Arc<Bus>,
     /// What guests reach through the host (calls, publishing).
     peers: Arc<crate::compose::Link>,
+    /// The other nodes, when this one is in a cluster.
+    cluster: std::sync::OnceLock<Arc<Cluster>>,
 }
 
 impl Pipeline {
@@ -174,9 +191,37 @@ impl Pipeline {
             peers: Arc::new(crate::compose::Link::new(me.clone(), metrics.clone())),
             metrics,
             audit,
+            cluster: std::sync::OnceLock::new(),
         });
         pipeline.subscribe_agents();
         pipeline
+    }
+
+    /// Joins this node to `cluster`: requests for agents not served here
+    /// (or past their limits here) go to the nodes that serve them.
+    pub fn join(&self, cluster: Arc<Cluster>) {
+        let _ = self.cluster.set(cluster);
+    }
+
+    /// The cluster this node is in.
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.get()
+    }
+
+    /// The cluster, when `req` may still go to another node for `terminal`.
+    fn forwarder(&self, req: &Request, terminal: &dyn Terminal) -> Option<&Arc<Cluster>> {
+        let cluster = self.cluster.get()?;
+        (terminal.forwardable() && !req.hop.pinned_here).then_some(cluster)
+    }
+
+    /// The names this node answers requests for: its agents and pipelines.
+    pub fn served(&self) -> Vec<String> {
+        let stages = self.stages.load();
+        let agents = stages
+            .routes
+            .iter()
+            .map(|r| r.core.entry.origin.name.clone());
+        agents.chain(stages.compositions.keys().cloned()).collect()
     }
 
     /// Topics and their subscribers.
@@ -279,9 +324,17 @@ impl Pipeline {
         terminal: &dyn Terminal,
     ) -> Result<Response, PipelineError> {
         let stages = self.stages.load_full();
+        let forwarder = self.forwarder(&req, terminal);
         let Some(route) = stages.routes.get(agent) else {
             let Some(flow) = stages.compositions.get(agent).cloned() else {
-                return Err(PipelineError::AgentNotFound(agent.to_string()));
+                return match forwarder.filter(|_| req.hop.from_node.is_none()) {
+                    Some(cluster) => {
+                        let limit = default_gate().body_limit;
+                        crate::cluster::route::elsewhere(cluster, agent, req, body, limit, None)
+                            .await
+                    }
+                    None => Err(PipelineError::AgentNotFound(agent.to_string())),
+                };
             };
             req.agent = agent.into();
             let chain = stages.chains.for_agent(agent);
@@ -290,6 +343,16 @@ impl Pipeline {
             return self.guarded(agent, chain, &gate, req, body, answer).await;
         };
         req.affinity = route.affinity_for(req.affinity.take(), &req.headers);
+        let mut body = body;
+        if let (Some(cluster), Some(session)) = (forwarder, req.affinity.clone()) {
+            let limit = route.core.policy.limits.request_body;
+            let pinned =
+                crate::cluster::route::pinned(cluster, agent, &session, &mut req, body, limit);
+            match pinned.await {
+                crate::cluster::route::Pinned::There(result) => return result,
+                crate::cluster::route::Pinned::Here(kept) => body = kept,
+            }
+        }
         req.agent = route.core.entry.origin.name.as_str().into();
         req.hop.reach = self.reach(route, &req);
         let chain = stages.chains.for_agent(agent);
@@ -298,8 +361,20 @@ impl Pipeline {
             streams_body: route.core.entry.image.is_http(),
             filter_values: &route.core.policy.filter_values,
         };
-        let answer = |req| terminal.answer(route, req);
-        self.guarded(agent, chain, &gate, req, body, answer).await
+        let overflow = forwarder.filter(|_| req.hop.from_node.is_none());
+        let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
+            match overflow {
+                Some(cluster) => crate::cluster::route::or_overflow(cluster, agent, req, |req| {
+                    terminal.answer(route, req)
+                }),
+                None => terminal.answer(route, req),
+            }
+        };
+        let mut result = self.guarded(agent, chain, &gate, req, body, answer).await;
+        if let (Some(cluster), Ok(resp)) = (self.cluster.get(), &mut result) {
+            crate::cluster::route::mark(cluster, resp);
+        }
+        result
     }
 
     /// What the agent of `route` may reach through the host during this

@@ -52,6 +52,11 @@ pub struct Hop {
     /// (set by the pipeline for an agent whose block allows calls or
     /// publishing).
     pub reach: Option<Reach>,
+    /// The node that forwarded this request to this one (a cluster's
+    /// nodes): it is answered here, never forwarded again.
+    pub from_node: Option<Arc<str>>,
+    /// Sent to this node alone, for a session pinned on it.
+    pub pinned_here: bool,
 }
 
 impl Hop {

@@ -170,7 +170,7 @@ impl Peers for Link {
             req.hop = Hop {
                 path: Some(path),
                 deadline: Some(deadline),
-                reach: None,
+                ..Hop::default()
             };
             let body = Body::Ready(std::mem::take(&mut req.body));
             let call = pipeline.handle(&callee, req, body);

@@ -65,6 +65,9 @@ const DURATIONS: &[(&str, Duration, Duration)] = &[
     ("timeout", MS, HOUR),
     ("backoff", MS, HOUR),
     ("max-age", secs(1), secs(3650 * 86_400)),
+    ("pin-ttl", secs(1), secs(30 * 86_400)),
+    ("heartbeat", Duration::from_millis(50), secs(60)),
+    ("forward-timeout", MS, DAY),
 ];
 
 fn find<T: Copy>(table: &[(&str, T, T)], key: &str) -> (T, T) {

@@ -8,6 +8,7 @@ mod binary;
 mod blocks;
 mod bounds;
 mod card;
+mod cluster;
 mod compose;
 mod diag;
 mod filter;
@@ -29,6 +30,7 @@ pub use a2a::A2aSettings;
 pub use binary::{Binary, Owner, UnixSocket};
 pub use bounds::extremes;
 pub use card::CardSettings;
+pub use cluster::Cluster;
 pub use compose::{
     Composition, Condition, DEFAULT_CALL_DEPTH, FailOn, Flow, Merge, Overflow, Step, Subscription,
 };
@@ -81,6 +83,8 @@ pub struct Config {
     pub pipelines: BTreeMap<String, Composition>,
     /// The longest chain of calls between agents (`call-depth`).
     pub call_depth: usize,
+    /// The nodes this one serves with as one service; none when `None`.
+    pub cluster: Option<Cluster>,
 }
 
 /// The compiled-artifact cache setting (`cache "dir"` or `cache #false`).
@@ -177,6 +181,7 @@ impl Default for Config {
             watch: true,
             pipelines: BTreeMap::new(),
             call_depth: DEFAULT_CALL_DEPTH,
+            cluster: None,
         }
     }
 }

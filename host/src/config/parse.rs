@@ -40,6 +40,7 @@ const TOP: &[&str] = &[
     "watch",
     "pipeline",
     "call-depth",
+    "cluster",
 ];
 const LIMITS: &[&str] = &[
     "memory",
@@ -156,6 +157,7 @@ impl Walker {
                 "audit" => set(&mut config.audit, self.audit(node)),
                 "tasks" => self.tasks(node, &mut config.tasks),
                 "push" => config.push = self.push(node),
+                "cluster" => config.cluster = self.cluster(node),
                 "a2a" => self.a2a(node, &mut config.a2a),
                 "watch" => set(&mut config.watch, self.boolean(node)),
                 "call-depth" => set(&mut config.call_depth, self.count(node)),

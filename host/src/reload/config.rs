@@ -83,6 +83,7 @@ pub fn keep_fixed(running: &Config, new: &mut Config) -> Vec<&'static str> {
         push => "push",
         a2a => "a2a",
         watch => "watch",
+        cluster => "cluster",
     }
     kept
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use http::HeaderValue;
 
+use crate::cluster::ForwardError;
 use crate::filter::{FailureKind, FilterFailure};
 use crate::pipeline::PipelineError;
 use crate::request::BodyError;
@@ -71,6 +72,14 @@ impl From<&PipelineError> for ApiError {
                 "pipeline_failed",
                 why.clone(),
             ),
+            PipelineError::Forward(forward) => {
+                let (status, code) = match forward {
+                    ForwardError::NoResponders(_) => (S::SERVICE_UNAVAILABLE, "no_node"),
+                    ForwardError::TimedOut(_) => (S::GATEWAY_TIMEOUT, "node_timeout"),
+                    ForwardError::Failed(_) => (S::BAD_GATEWAY, "forward_failed"),
+                };
+                ApiError::new(status, code, forward.to_string())
+            }
             PipelineError::Body(BodyError::TooLarge(limit)) => ApiError::body_too_large(*limit),
             PipelineError::Body(BodyError::Unreadable) => ApiError::new(
                 S::BAD_REQUEST,

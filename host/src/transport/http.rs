@@ -53,6 +53,7 @@ pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/agents", get(list_agents))
+        .route("/cluster", get(cluster))
         .route("/agents/{name}/health", get(agent_health))
         .route("/.well-known/agent-card.json", get(super::a2a::host_card))
         .merge(agents)
@@ -132,7 +133,49 @@ async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Value> {
             },
         })
     });
-    Json(Value::Array(agents.chain(filters).collect()))
+    let mut listed: Vec<Value> = agents.chain(filters).collect();
+    if let Some(cluster) = state.pipeline.cluster() {
+        with_nodes(&mut listed, &cluster.members());
+    }
+    Json(Value::Array(listed))
+}
+
+/// Each agent's entry says which nodes serve it; agents served only by
+/// other nodes are listed too, as not local.
+fn with_nodes(listed: &mut Vec<Value>, members: &[crate::cluster::members::Member]) {
+    let mut by_agent: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for m in members.iter().filter(|m| m.state == "serving") {
+        for agent in &m.agents {
+            by_agent.entry(agent).or_default().push(&m.node);
+        }
+    }
+    for entry in listed.iter_mut().filter(|e| e.get("phases").is_none()) {
+        let name = entry["name"].as_str().unwrap_or_default().to_string();
+        entry["local"] = json!(true);
+        entry["nodes"] = json!(by_agent.remove(name.as_str()).unwrap_or_default());
+    }
+    for (agent, nodes) in by_agent {
+        listed.push(json!({ "name": agent, "local": false, "nodes": nodes }));
+    }
+}
+
+/// This node, whether it is connected and draining, and every node heard
+/// from lately with its state and agents.
+async fn cluster(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    let Some(cluster) = state.pipeline.cluster() else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_clustered",
+            "this node is not in a cluster (no `cluster` block)",
+        ));
+    };
+    Ok(Json(json!({
+        "node": cluster.node(),
+        "nats": cluster.settings.nats,
+        "connected": cluster.connected(),
+        "draining": cluster.draining(),
+        "nodes": cluster.members(),
+    })))
 }
 
 async fn agent_health(

@@ -5,6 +5,7 @@ mod a2a;
 pub mod binary;
 mod error;
 mod http;
+pub mod nats;
 mod serve;
 pub mod slots;
 

@@ -8,6 +8,7 @@ mod auth;
 mod binary;
 mod cache;
 mod cli;
+mod cluster;
 mod common;
 mod compose;
 mod config_golden;

@@ -167,6 +167,10 @@ fn place(key: &str, value: &str) -> String {
         }
         "timeout" => format!("push {{ allow \"127.0.0.1\"; timeout {v} }}"),
         "max-tasks" | "max-age" => format!("tasks {{ {key} {v} }}"),
+        // No NATS server listens there: the node serves alone until one does.
+        "pin-ttl" | "heartbeat" | "forward-timeout" => {
+            format!("cluster {{ nats \"nats://127.0.0.1:9\"; node \"n1\"; {key} {v} }}")
+        }
         // A top-level value: a block of its own below.
         "call-depth" => format!("call-depth {v} {{}}"),
         "body-limit" => format!("filter \"allow\" {{ body-limit {v} }}"),
