@@ -226,10 +226,16 @@ pub(super) fn outcome(
     })
 }
 
+impl ApiError {
+    /// The JSON body every error answer carries.
+    pub fn body(&self) -> serde_json::Value {
+        json!({ "error": { "code": self.code, "message": self.message } })
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "code": self.code, "message": self.message } });
-        let mut response = (self.status, Json(body)).into_response();
+        let mut response = (self.status, Json(self.body())).into_response();
         if let Some(secs) = self.retry_secs() {
             response
                 .headers_mut()

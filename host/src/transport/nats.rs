@@ -236,7 +236,6 @@ fn answer(cluster: &Arc<Cluster>, pipeline: &Weak<Pipeline>, msg: async_nats::Me
 /// An error as the answer to a forwarded request: the same JSON an HTTP
 /// client gets.
 fn error_answer(err: &ApiError, node: &str) -> bytes::Bytes {
-    let body = serde_json::json!({ "error": { "code": err.code, "message": err.message } });
     let mut headers = http::HeaderMap::new();
     headers.insert(
         http::header::CONTENT_TYPE,
@@ -245,5 +244,10 @@ fn error_answer(err: &ApiError, node: &str) -> bytes::Bytes {
     if let Some(secs) = err.retry_secs() {
         headers.insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
     }
-    wire::encode_answer(err.status, &headers, body.to_string().as_bytes(), node)
+    wire::encode_answer(
+        err.status,
+        &headers,
+        err.body().to_string().as_bytes(),
+        node,
+    )
 }

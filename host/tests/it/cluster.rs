@@ -349,9 +349,9 @@ impl Process {
         }
     }
 
-    /// SIGKILL: no drain, no goodbye.
+    /// SIGKILL (what `Child::kill` sends on Unix): no drain, no goodbye.
     fn kill(&mut self) {
-        nix_kill(self.child.id());
+        self.child.kill().unwrap();
         let _ = self.child.wait();
     }
 }
@@ -361,14 +361,6 @@ impl Drop for Process {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn nix_kill(pid: u32) {
-    let status = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 async fn get_status(url: &str) -> Option<StatusCode> {
