@@ -81,10 +81,13 @@ impl Drop for Nats {
     }
 }
 
-/// The `cluster` block of node `name`, and `extra` configuration.
-fn cluster_kdl(nats: &Nats, name: &str, extra: &str) -> String {
+/// The `cluster` block of node `name` after `extra` configuration. A
+/// request lost on the way shows as a 504 after `forward-timeout`: 30 s
+/// here, so that a slow answer on a busy test machine is not taken for a
+/// lost one (the SIGKILL test waits 3 s for what died with its node).
+fn cluster_kdl(nats: &Nats, name: &str, extra: &str, forward_timeout: &str) -> String {
     format!(
-        "{extra}\ncluster {{\n    nats \"{}\"\n    node \"{name}\"\n    heartbeat \"100ms\"\n    forward-timeout \"3s\"\n}}\n",
+        "{extra}\ncluster {{\n    nats \"{}\"\n    node \"{name}\"\n    heartbeat \"100ms\"\n    forward-timeout \"{forward_timeout}\"\n}}\n",
         nats.url
     )
 }
@@ -97,7 +100,7 @@ async fn node(
     extra: &str,
 ) -> (Server, tempfile::TempDir) {
     let dir = agents_dir(agents);
-    let server = Server::start(config(dir.path(), &cluster_kdl(nats, name, extra))).await;
+    let server = Server::start(config(dir.path(), &cluster_kdl(nats, name, extra, "30s"))).await;
     (server, dir)
 }
 
@@ -324,7 +327,7 @@ impl Process {
             dir.path().display(),
             test_cache_dir().display(),
             dir.path().join("tasks.db").display(),
-            cluster_kdl(nats, name, "")
+            cluster_kdl(nats, name, "", "3s")
         );
         let file = dir.path().join("wharf.kdl");
         std::fs::write(&file, kdl).unwrap();
