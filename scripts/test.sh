@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: installs the wasm target, builds the guests
-# from source, installs the real clients the tests use (the A2A SDK),
-# then runs the workspace's unit and integration tests.
+# from source, installs the real clients and servers the tests use (the
+# A2A SDKs, NATS, PostgreSQL), then runs the workspace's unit and
+# integration tests.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-# The WAF tests load the OWASP Core Rule Set as Debian packages it.
-if [ ! -d /usr/share/modsecurity-crs/rules ]; then
+# Debian packages: the OWASP Core Rule Set the WAF tests load, and the
+# PostgreSQL server the cluster tests keep shared tasks in (each test runs
+# its own on loopback, with a throwaway data directory).
+apt_install() {
     sudo=$([ "$(id -u)" = 0 ] || echo sudo)
-    $sudo apt-get install -y -q modsecurity-crs >/dev/null 2>&1 ||
-        { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q modsecurity-crs >/dev/null; }
-fi
+    $sudo apt-get install -y -q "$@" >/dev/null 2>&1 ||
+        { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q "$@" >/dev/null; }
+}
+[ -d /usr/share/modsecurity-crs/rules ] || apt_install modsecurity-crs
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || apt_install postgresql
 scripts/build-guests.sh >/dev/null
 # The real clients the tests drive Wharf with (the official A2A SDK).
 scripts/test-clients.sh

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use wharf_tasks::SqliteStore;
+use wharf_tasks::{PgOptions, PgStore, SqliteStore, TaskStore};
 
 use crate::a2a::{A2a, Push};
 use crate::config::{Cache, Config};
@@ -82,22 +82,37 @@ fn open_cache(runtime: &mut Runtime, config: &Config) -> Result<(), StartError> 
 
 /// Opens the task store (on a blocking thread: it reads the database and
 /// fails tasks a previous run left running), with push notifications when
-/// the configuration has a `push` block.
+/// the configuration has a `push` block. A cluster with `postgres` keeps
+/// its tasks there, shared by every node; otherwise they stay in SQLite.
 async fn open_tasks(config: &Config, metrics: &Metrics) -> Result<Arc<A2a>, StartError> {
     let options = config.tasks.store_options().map_err(StartError::Tasks)?;
-    let path = options.path.clone();
+    let shared = config
+        .cluster
+        .as_ref()
+        .and_then(|c| c.postgres.clone().map(|url| (url, c.node.clone())));
+    let place = match &shared {
+        Some((_, node)) => format!("PostgreSQL (shared, as node {node})"),
+        None => options.path.display().to_string(),
+    };
     let (policy, metrics) = (config.push.clone(), metrics.clone());
     let a2a = tokio::task::spawn_blocking(move || {
-        SqliteStore::open(options).map(|store| {
-            let store = Arc::new(store);
-            let push = policy.map(|p| Push::new(p, store.clone(), &metrics));
-            A2a::new(store, push)
-        })
+        let store: Arc<dyn TaskStore> = match shared {
+            Some((url, node)) => Arc::new(PgStore::open(PgOptions {
+                url,
+                node,
+                durability: options.durability,
+                retention: options.retention,
+                batch_max: options.batch_max,
+            })?),
+            None => Arc::new(SqliteStore::open(options)?),
+        };
+        let push = policy.map(|p| Push::new(p, store.clone(), &metrics));
+        A2a::new(store, push)
     })
     .await
     .map_err(|e| StartError::Tasks(e.to_string()))?
     .map_err(|e| StartError::Tasks(e.to_string()))?;
-    tracing::info!(path = %path.display(), "task store open");
+    tracing::info!(store = %place, "task store open");
     Ok(Arc::new(a2a))
 }
 
@@ -158,7 +173,9 @@ impl App {
                 .await
                 .map_err(StartError::Cluster)?;
             tracing::info!(node = %settings.node, nats = %settings.nats, "joining the cluster");
-            pipeline.join(Arc::new(cluster));
+            let cluster = Arc::new(cluster);
+            a2a.join(cluster.clone());
+            pipeline.join(cluster);
         }
         let a2a_default = config.a2a.default_agent.clone();
         if let Some(name) = &a2a_default
@@ -264,7 +281,8 @@ impl App {
         });
         let cluster = self.state.pipeline.cluster().cloned().map(|cluster| {
             let pipeline = Arc::downgrade(&self.state.pipeline);
-            tokio::spawn(transport::nats::run(cluster, pipeline, cluster_down))
+            let a2a = Arc::downgrade(&self.state.a2a);
+            tokio::spawn(transport::nats::run(cluster, pipeline, a2a, cluster_down))
         });
         let shutdown = async move {
             shutdown.await;

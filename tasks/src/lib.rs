@@ -2,13 +2,16 @@
 //! errors in each binding's form, and where tasks are kept. The
 //! [`TaskStore`] trait is what the host's A2A transport uses;
 //! [`SqliteStore`] keeps tasks, their history, artifacts and push configs in an embedded
-//! SQLite database, so a restart keeps every task.
+//! SQLite database, so a restart keeps every task; [`PgStore`] keeps them in
+//! PostgreSQL, shared by the nodes of a cluster.
 
 mod card;
 mod error;
 mod lifecycle;
 mod model;
 mod params;
+mod pg_writer;
+mod postgres;
 mod push;
 mod sqlite;
 mod store;
@@ -24,6 +27,7 @@ pub use params::{
     GetTaskParams, ListTasksParams, SendMessageConfiguration, SendMessageParams, TaskIdParams,
     history_limit, now_timestamp, parse_params, parse_timestamp_ms,
 };
+pub use postgres::{PgOptions, PgStore};
 pub use push::{
     AuthenticationInfo, ListPushConfigsParams, PushConfigParams, TaskPushNotificationConfig,
 };

@@ -172,19 +172,6 @@ impl SqliteStore {
         self.live.len()
     }
 
-    /// Every task not in a terminal state, with its agent: what a host
-    /// looks at after a restart (a turn that was running has stopped).
-    pub fn unfinished(&self) -> Vec<(String, Task)> {
-        self.live
-            .iter()
-            .filter(|e| !e.value().1.status.state.is_terminal())
-            .map(|e| {
-                let agent = e.key().split('\u{0}').next().unwrap_or("").to_string();
-                (agent, Task::clone(&e.value().1))
-            })
-            .collect()
-    }
-
     fn send(&self, op: Op) -> Result<(), StoreError> {
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         queue.1.send(op).map_err(|_| StoreError::Closed)
@@ -320,6 +307,19 @@ fn load_unfinished(conn: &Connection, live: &Live) -> rusqlite::Result<()> {
 }
 
 impl TaskStore for SqliteStore {
+    /// Every task not in a terminal state (all of them were this host's).
+    fn unfinished(&self) -> Result<Vec<(String, Task)>, StoreError> {
+        Ok(self
+            .live
+            .iter()
+            .filter(|e| !e.value().1.status.state.is_terminal())
+            .map(|e| {
+                let agent = e.key().split('\u{0}').next().unwrap_or("").to_string();
+                (agent, Task::clone(&e.value().1))
+            })
+            .collect())
+    }
+
     fn save(&self, agent: &str, task: &Task) -> Written {
         let body = match serde_json::to_vec(task) {
             Ok(body) => body,
@@ -487,7 +487,7 @@ impl TaskStore for SqliteStore {
     }
 }
 
-fn decode_token(token: &str) -> Result<(i64, i64), StoreError> {
+pub(crate) fn decode_token(token: &str) -> Result<(i64, i64), StoreError> {
     let bytes = URL_SAFE_NO_PAD
         .decode(token)
         .map_err(|_| StoreError::InvalidPageToken)?;

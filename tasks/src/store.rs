@@ -1,8 +1,8 @@
 //! The task store's interface, whatever keeps the tasks: saving with a
 //! stated durability, reading one task, listing with filters and keyset
 //! pagination, and the options (durability, retention) a store runs with.
-//! [`crate::SqliteStore`] is the embedded implementation; a shared server
-//! database for several nodes fits behind the same trait.
+//! [`crate::SqliteStore`] is the embedded implementation;
+//! [`crate::PgStore`] the one several nodes share.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -170,6 +170,15 @@ pub trait TaskStore: Send + Sync {
         agent: &str,
         task_id: &str,
     ) -> Result<Vec<TaskPushNotificationConfig>, StoreError>;
+    /// The tasks not in a terminal state whose turns this host would have
+    /// been running, with their agents: what a host looks at when it
+    /// starts (a turn that was running has stopped).
+    fn unfinished(&self) -> Result<Vec<(String, Task)>, StoreError>;
+    /// The node that saved `agent`'s task `id` last, in a store several
+    /// nodes share (`None`: not shared, or no such task).
+    fn node_of(&self, _agent: &str, _id: &str) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// `task` as a list or get answers it: at most `history` recent messages,

@@ -7,6 +7,7 @@
 //! return; nothing here knows which one called.
 
 mod push;
+mod remote;
 mod run;
 mod validate;
 
@@ -22,10 +23,11 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 use wharf_tasks::{
     A2aError, A2aErrorKind, GetTaskParams, ListPushConfigsParams, ListTasksParams, Message,
-    PushConfigParams, Role, SendMessageParams, SqliteStore, StreamResponse, Task, TaskIdParams,
+    PushConfigParams, Role, SendMessageParams, StoreError, StreamResponse, Task, TaskIdParams,
     TaskPushNotificationConfig, TaskState, TaskStore, history_limit, parse_params, trimmed,
 };
 
+use crate::cluster::Cluster;
 use crate::request::Request;
 use crate::router::AgentRoute;
 
@@ -43,10 +45,13 @@ pub enum Reply {
 
 /// The A2A tasks of every agent.
 pub struct A2a {
-    store: Arc<SqliteStore>,
+    store: Arc<dyn TaskStore>,
     running: DashMap<(String, String), Arc<Running>>,
     /// Push notifications, when the configuration turns them on.
     push: Option<Push>,
+    /// The cluster this host is a node of: turns running on other nodes
+    /// are canceled and streamed through it.
+    cluster: std::sync::OnceLock<Arc<Cluster>>,
 }
 
 /// A task whose turn is running now.
@@ -66,8 +71,8 @@ impl A2a {
     /// given (the webhooks of unfinished tasks resume). Tasks a previous
     /// run left submitted or working had their turn stopped by the
     /// restart: they end failed. Call it on a runtime's blocking thread.
-    pub fn new(store: Arc<SqliteStore>, push: Option<Push>) -> A2a {
-        for (agent, mut task) in store.unfinished() {
+    pub fn new(store: Arc<dyn TaskStore>, push: Option<Push>) -> Result<A2a, StoreError> {
+        for (agent, mut task) in store.unfinished()? {
             if let Some(push) = &push {
                 push.restore(&agent, &task.id);
             }
@@ -82,11 +87,17 @@ impl A2a {
                 }
             }
         }
-        A2a {
+        Ok(A2a {
             store,
             running: DashMap::new(),
             push,
-        }
+            cluster: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Makes this host's tasks reachable from the other nodes of `cluster`.
+    pub fn join(&self, cluster: Arc<Cluster>) {
+        let _ = self.cluster.set(cluster);
     }
 
     /// Whether push notifications are on (the agent card says so).
@@ -242,6 +253,14 @@ impl A2a {
                 return Ok(task);
             }
             // The turn ended on its own before it saw the cancel.
+        } else {
+            let task = self.task(agent, &params.id)?;
+            if let Some(cluster) = self.running_elsewhere(agent, &task)
+                && let Some(task) = self.cancel_elsewhere(&cluster, agent, &params.id).await?
+            {
+                return Ok(task);
+            }
+            // Not running anywhere (its node is gone): canceled in the store.
         }
         let mut task = self.task(agent, &params.id)?;
         let update = task.cancel()?;
@@ -306,15 +325,23 @@ impl A2a {
     }
 
     /// `SubscribeToTask`: the task now, then its events until it finishes
-    /// or waits for input.
-    pub fn subscribe(&self, agent: &str, params: TaskIdParams) -> Result<Reply, A2aError> {
-        let key = (agent.to_string(), params.id.clone());
-        if let Some(running) = self.running.get(&key).map(|r| r.clone()) {
-            let task = running.task.lock().unwrap_or_else(|e| e.into_inner());
-            let fanout = running.subscribe();
-            return Ok(Reply::Stream(stream(task.clone(), fanout, running.clone())));
+    /// or waits for input, wherever in the cluster its turn runs.
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        agent: &str,
+        params: TaskIdParams,
+    ) -> Result<Reply, A2aError> {
+        if let Some(events) = self.subscribe_here(agent, &params.id) {
+            return Ok(Reply::Stream(events));
         }
         let task = self.task(agent, &params.id)?;
+        if let Some(cluster) = self.running_elsewhere(agent, &task)
+            && let Some(reply) = self
+                .subscribe_elsewhere(&cluster, agent, &params.id)
+                .await?
+        {
+            return Ok(reply);
+        }
         if task.status.state.is_terminal() {
             return Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
                 .message(format!(
@@ -327,6 +354,15 @@ impl A2a {
         let (tx, rx) = mpsc::channel(1);
         let _ = tx.try_send(StreamResponse::Task(task));
         Ok(Reply::Stream(rx))
+    }
+
+    /// The events of a turn running on this node, its snapshot first.
+    fn subscribe_here(&self, agent: &str, id: &str) -> Option<mpsc::Receiver<StreamResponse>> {
+        let key = (agent.to_string(), id.to_string());
+        let running = self.running.get(&key).map(|r| r.clone())?;
+        let task = running.task.lock().unwrap_or_else(|e| e.into_inner());
+        let fanout = running.subscribe();
+        Some(stream(task.clone(), fanout, running.clone()))
     }
 
     /// The task, or `TaskNotFound`.

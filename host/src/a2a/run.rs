@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tokio::sync::mpsc;
-use wharf_tasks::TaskStore as _;
 use wharf_tasks::{Message, StreamResponse, Task, TaskState};
 
 use super::{A2a, Running, agent_message};

@@ -27,6 +27,11 @@ pub fn node_subject(node: &str, agent: &str) -> String {
     format!("wharf.node.{}.{}", token(node), token(agent))
 }
 
+/// Where other nodes ask `node` about A2A tasks whose turns run there.
+pub fn tasks_subject(node: &str) -> String {
+    format!("wharf.tasks.{}", token(node))
+}
+
 /// Where nodes announce themselves.
 pub const MEMBERS: &str = "wharf.members";
 

@@ -1,6 +1,7 @@
 //! The `cluster { … }` block: the NATS server that joins Wharf nodes into
 //! one service, this node's name, and how long session pins and
-//! heartbeats last. Absent: one node, as without it.
+//! heartbeats last, and the PostgreSQL database the nodes keep A2A tasks
+//! in. Absent: one node, as without it.
 //!
 //! ```kdl
 //! cluster {
@@ -9,6 +10,7 @@
 //!     pin-ttl "10m"            // a session pin not used this long is forgotten
 //!     heartbeat "1s"           // a node silent for three of these is gone
 //!     forward-timeout "30s"    // longest wait for another node's answer
+//!     postgres "postgres://wharf@127.0.0.1:5432/wharf"  // shared A2A tasks
 //! }
 //! ```
 
@@ -19,7 +21,14 @@ use kdl::KdlNode;
 use super::diag::Problem;
 use super::parse::{Walker, set};
 
-const CLUSTER: &[&str] = &["nats", "node", "pin-ttl", "heartbeat", "forward-timeout"];
+const CLUSTER: &[&str] = &[
+    "nats",
+    "node",
+    "pin-ttl",
+    "heartbeat",
+    "forward-timeout",
+    "postgres",
+];
 
 /// How this node joins the others.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +40,9 @@ pub struct Cluster {
     pub pin_ttl: Duration,
     pub heartbeat: Duration,
     pub forward_timeout: Duration,
+    /// The PostgreSQL database A2A tasks live in, shared by every node
+    /// (absent: each node keeps its own tasks in SQLite).
+    pub postgres: Option<String>,
 }
 
 impl Cluster {
@@ -41,6 +53,7 @@ impl Cluster {
             pin_ttl: Duration::from_secs(600),
             heartbeat: Duration::from_secs(1),
             forward_timeout: Duration::from_secs(30),
+            postgres: None,
         }
     }
 }
@@ -72,6 +85,18 @@ impl Walker {
                 "pin-ttl" => set(&mut cluster.pin_ttl, self.duration(child)),
                 "heartbeat" => set(&mut cluster.heartbeat, self.duration(child)),
                 "forward-timeout" => set(&mut cluster.forward_timeout, self.duration(child)),
+                "postgres" => {
+                    if let Some((url, span)) = self.string(child) {
+                        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                            cluster.postgres = Some(url);
+                        } else {
+                            self.problems.push(
+                                Problem::new(span, format!("`{url}` is not a PostgreSQL URL"))
+                                    .help("write postgres://USER@HOST:PORT/DATABASE"),
+                            );
+                        }
+                    }
+                }
                 _ => self.unknown(child, "in `cluster`", CLUSTER),
             }
         }

@@ -1,7 +1,8 @@
 //! The cluster transport: requests other nodes forward over NATS, answered
 //! by this node's pipeline. One queue group per agent served here (NATS
 //! gives each request to one member), one subject per agent for sessions
-//! pinned to this node, and this node's heartbeat. On shutdown the node
+//! pinned to this node, calls about A2A tasks whose turns run here, and
+//! this node's heartbeat. On shutdown the node
 //! drains: it says so, leaves its queue groups, answers what it already
 //! received, then says it left.
 
@@ -14,6 +15,7 @@ use metrics::Label;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::a2a::A2a;
 use crate::cluster::Cluster;
 use crate::cluster::members::Announce;
 use crate::cluster::wire;
@@ -29,8 +31,20 @@ struct Served {
 
 /// Serves forwarded requests and keeps this node announced until `down`
 /// turns true, then drains.
-pub async fn run(cluster: Arc<Cluster>, pipeline: Weak<Pipeline>, mut down: watch::Receiver<bool>) {
+pub async fn run(
+    cluster: Arc<Cluster>,
+    pipeline: Weak<Pipeline>,
+    a2a: Weak<A2a>,
+    mut down: watch::Receiver<bool>,
+) {
     let client = cluster.client().clone();
+    let mut calls = match client.subscribe(wire::tasks_subject(cluster.node())).await {
+        Ok(sub) => Some(sub),
+        Err(e) => {
+            tracing::warn!(error = %e, "other nodes cannot reach the tasks running here");
+            None
+        }
+    };
     let mut served: BTreeMap<String, Served> = BTreeMap::new();
     let mut heard = match client.subscribe(wire::MEMBERS).await {
         Ok(sub) => Some(sub),
@@ -53,6 +67,12 @@ pub async fn run(cluster: Arc<Cluster>, pipeline: Weak<Pipeline>, mut down: watc
             Some(msg) = async { heard.as_mut()?.next().await } => {
                 if let Ok(announce) = rmp_serde::from_slice::<Announce>(&msg.payload) {
                     cluster.heard(announce);
+                }
+            }
+            Some(msg) = async { calls.as_mut()?.next().await } => {
+                if let Some(a2a) = a2a.upgrade() {
+                    let cluster = cluster.clone();
+                    tokio::spawn(async move { a2a.answer_call(&cluster, msg).await });
                 }
             }
             _ = down.changed() => break,

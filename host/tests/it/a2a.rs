@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-const V1: (&str, &str) = ("a2a-version", "1.0");
-const JSON: (&str, &str) = ("content-type", "application/json");
+pub(crate) const V1: (&str, &str) = ("a2a-version", "1.0");
+pub(crate) const JSON: (&str, &str) = ("content-type", "application/json");
 
 /// Runs the SDK scenarios of `tests/a2a/sdk_client.py` over `binding`,
 /// with `booking` as the multi-turn agent and `scribe` the streaming one,
@@ -89,16 +89,21 @@ async fn the_official_javascript_sdk_streams_over_both_bindings() {
     server.stop().await;
 }
 
-async fn rpc(server: &Server, agent: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+pub(crate) async fn rpc(
+    server: &Server,
+    agent: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
     let url = server.url(&format!("/a2a/{agent}"));
     send(&client(), Method::POST, &url, headers, body.to_string()).await
 }
 
-fn send_params(text: &str) -> Value {
+pub(crate) fn send_params(text: &str) -> Value {
     json!({"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": text}]}})
 }
 
-fn call(method: &str, params: Value) -> String {
+pub(crate) fn call(method: &str, params: Value) -> String {
     json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params}).to_string()
 }
 
@@ -303,7 +308,7 @@ async fn bad_calls_get_the_bindings_errors_and_the_host_keeps_serving() {
 }
 
 /// Sends `text` to scribe over JSON-RPC and returns the task.
-async fn send_text(server: &Server, text: &str) -> Value {
+pub(crate) async fn send_text(server: &Server, text: &str) -> Value {
     let reply = rpc(
         server,
         "scribe",
@@ -314,7 +319,7 @@ async fn send_text(server: &Server, text: &str) -> Value {
     reply.json()["result"]["task"].clone()
 }
 
-async fn get_task(server: &Server, id: &str) -> Value {
+pub(crate) async fn get_task(server: &Server, id: &str) -> Value {
     let reply = rpc(
         server,
         "scribe",

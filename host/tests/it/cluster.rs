@@ -14,13 +14,13 @@ use http::{Method, StatusCode};
 use crate::common::*;
 
 /// A NATS server with JetStream in a temporary directory, stopped on drop.
-pub struct Nats {
+pub(crate) struct Nats {
     pub url: String,
     child: Child,
     _dir: tempfile::TempDir,
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -40,7 +40,7 @@ fn nats_server() -> std::path::PathBuf {
 }
 
 impl Nats {
-    pub async fn start() -> Nats {
+    pub(crate) async fn start() -> Nats {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let conf = dir.path().join("nats.conf");
@@ -85,9 +85,16 @@ impl Drop for Nats {
 /// request lost on the way shows as a 504 after `forward-timeout`: 30 s
 /// here, so that a slow answer on a busy test machine is not taken for a
 /// lost one (the SIGKILL test waits 3 s for what died with its node).
-fn cluster_kdl(nats: &Nats, name: &str, extra: &str, forward_timeout: &str) -> String {
+/// `inside` adds lines to the block.
+pub(crate) fn cluster_kdl(
+    nats: &Nats,
+    name: &str,
+    extra: &str,
+    forward_timeout: &str,
+    inside: &str,
+) -> String {
     format!(
-        "{extra}\ncluster {{\n    nats \"{}\"\n    node \"{name}\"\n    heartbeat \"100ms\"\n    forward-timeout \"{forward_timeout}\"\n}}\n",
+        "{extra}\ncluster {{\n    nats \"{}\"\n    node \"{name}\"\n    heartbeat \"100ms\"\n    forward-timeout \"{forward_timeout}\"\n    {inside}\n}}\n",
         nats.url
     )
 }
@@ -100,12 +107,13 @@ async fn node(
     extra: &str,
 ) -> (Server, tempfile::TempDir) {
     let dir = agents_dir(agents);
-    let server = Server::start(config(dir.path(), &cluster_kdl(nats, name, extra, "30s"))).await;
+    let kdl = cluster_kdl(nats, name, extra, "30s", "");
+    let server = Server::start(config(dir.path(), &kdl)).await;
     (server, dir)
 }
 
 /// Waits until `server` hears `n` serving nodes.
-async fn hears(server: &Server, n: usize) {
+pub(crate) async fn hears(server: &Server, n: usize) {
     wait_until(&format!("{n} nodes serving"), || async {
         let view = get(&server.url("/cluster")).await.json();
         let nodes = view["nodes"].as_array().cloned().unwrap_or_default();
@@ -258,7 +266,7 @@ async fn a_session_stays_pinned_across_nodes_and_repins_when_its_node_goes() {
 
 /// Sends `total` requests for `agent` through `entry`, `clients` at a
 /// time, while `during` runs once a third of them are done; the statuses.
-async fn load_while<F: Future<Output = ()>>(
+pub(crate) async fn load_while<F: Future<Output = ()>>(
     entry: &str,
     agent: &str,
     body: &'static str,
@@ -312,14 +320,15 @@ async fn a_drained_node_loses_nothing() {
 }
 
 /// A `wharf serve` process: a node that can be killed outright.
-struct Process {
+pub(crate) struct Process {
     child: Child,
-    base: String,
+    pub(crate) base: String,
     _dir: tempfile::TempDir,
 }
 
 impl Process {
-    async fn start(nats: &Nats, name: &str, agents: &[&str]) -> Process {
+    /// `inside` adds lines to its `cluster` block.
+    pub(crate) async fn start(nats: &Nats, name: &str, agents: &[&str], inside: &str) -> Process {
         let dir = agents_dir(agents);
         let port = free_port();
         let kdl = format!(
@@ -327,7 +336,7 @@ impl Process {
             dir.path().display(),
             test_cache_dir().display(),
             dir.path().join("tasks.db").display(),
-            cluster_kdl(nats, name, "", "3s")
+            cluster_kdl(nats, name, "", "3s", inside)
         );
         let file = dir.path().join("wharf.kdl");
         std::fs::write(&file, kdl).unwrap();
@@ -353,7 +362,7 @@ impl Process {
     }
 
     /// SIGKILL (what `Child::kill` sends on Unix): no drain, no goodbye.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         self.child.kill().unwrap();
         let _ = self.child.wait();
     }
@@ -376,9 +385,9 @@ async fn get_status(url: &str) -> Option<StatusCode> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_killed_under_load_fails_only_what_was_in_flight_on_it() {
     let nats = Nats::start().await;
-    let entry = Process::start(&nats, "entry", &["hello"]).await;
-    let mut doomed = Process::start(&nats, "doomed", &["counter"]).await;
-    let _survivor = Process::start(&nats, "survivor", &["counter"]).await;
+    let entry = Process::start(&nats, "entry", &["hello"], "").await;
+    let mut doomed = Process::start(&nats, "doomed", &["counter"], "").await;
+    let _survivor = Process::start(&nats, "survivor", &["counter"], "").await;
     let view = format!("{}/cluster", entry.base);
     wait_until("three nodes serving", || {
         let view = view.clone();

@@ -16,8 +16,8 @@ use http::HeaderValue;
 use metrics::Label;
 use serde_json::{Value, json};
 use wharf_tasks::{
-    A2aError, A2aErrorKind, ListPushConfigsParams, PushConfigParams, SqliteStore, StreamResponse,
-    TaskPushNotificationConfig, TaskStore as _,
+    A2aError, A2aErrorKind, ListPushConfigsParams, PushConfigParams, StreamResponse,
+    TaskPushNotificationConfig, TaskStore,
 };
 
 use self::deliver::{Counters, Hook};
@@ -34,14 +34,14 @@ pub(crate) struct Checked {
 /// Webhooks of the tasks that may still change, and how to reach them.
 pub struct Push {
     policy: Arc<Policy>,
-    store: Arc<SqliteStore>,
+    store: Arc<dyn TaskStore>,
     /// By (agent, task id); a task's entry goes when it finishes.
     hooks: DashMap<(String, String), Vec<Arc<Hook>>>,
     counters: Arc<Counters>,
 }
 
 impl Push {
-    pub fn new(policy: Policy, store: Arc<SqliteStore>, metrics: &Metrics) -> Push {
+    pub fn new(policy: Policy, store: Arc<dyn TaskStore>, metrics: &Metrics) -> Push {
         let r = metrics.recorder();
         let outcome = |o: &'static str| vec![Label::new("outcome", o)];
         let counters = Counters {

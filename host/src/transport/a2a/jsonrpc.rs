@@ -72,7 +72,7 @@ async fn call(
         "GetTask" => Answer::Result(value(&a2a.get(agent, parse_params(params)?)?)),
         "ListTasks" => Answer::Result(a2a.list(agent, parse_params(params)?)?),
         "CancelTask" => Answer::Result(value(&a2a.cancel(agent, parse_params(params)?).await?)),
-        "SubscribeToTask" => match a2a.subscribe(agent, parse_params(params)?)? {
+        "SubscribeToTask" => match a2a.subscribe(agent, parse_params(params)?).await? {
             Reply::Stream(events) => Answer::Stream(events),
             Reply::Task(task) => Answer::Result(value(&task)),
         },

@@ -163,10 +163,13 @@ async fn run(
             .cancel(agent, task_id(id))
             .await
             .map(|t| Answer::Json(value(&t))),
-        Op::Subscribe(id) => a2a.subscribe(agent, task_id(id)).map(|reply| match reply {
-            Reply::Stream(events) => Answer::Stream(events),
-            Reply::Task(task) => Answer::Json(value(&task)),
-        }),
+        Op::Subscribe(id) => a2a
+            .subscribe(agent, task_id(id))
+            .await
+            .map(|reply| match reply {
+                Reply::Stream(events) => Answer::Stream(events),
+                Reply::Task(task) => Answer::Json(value(&task)),
+            }),
         Op::PushCreate(task) => {
             check_json(req).map_err(|e| (Some(StatusCode::UNSUPPORTED_MEDIA_TYPE), e))?;
             match body(req).and_then(|b| with_task_id(b, task)) {

@@ -1,0 +1,221 @@
+//! The PostgreSQL store's one writer per node: it commits whatever writes
+//! are queued in one transaction (group commit), settles each after its
+//! commit, reconnects when its connection is lost, and applies retention.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::{Client, Statement};
+
+use crate::postgres::{Connector, pg};
+use crate::sqlite::{Live, now_ms};
+use crate::store::{Retention, StoreError};
+
+/// How often a node applies retention while it is writing. Every node
+/// does; the deletes agree, so a second node's finds nothing.
+const RETENTION_EVERY: Duration = Duration::from_secs(10);
+
+const UPSERT: &str = "
+INSERT INTO wharf_tasks (agent, id, context_id, state, updated_ms, node, body)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (agent, id) DO UPDATE SET
+    context_id = excluded.context_id, state = excluded.state,
+    updated_ms = excluded.updated_ms, node = excluded.node, body = excluded.body";
+
+const PUT_PUSH: &str = "
+INSERT INTO wharf_push_configs (agent, task_id, id, body) VALUES ($1, $2, $3, $4)
+ON CONFLICT (agent, task_id, id) DO UPDATE SET body = excluded.body";
+
+const DELETE_PUSH: &str =
+    "DELETE FROM wharf_push_configs WHERE agent = $1 AND task_id = $2 AND id = $3";
+
+const TERMINAL: &str = "state IN (3, 4, 5, 7)";
+
+pub(crate) enum Op {
+    Task(TaskWrite),
+    Push(PushWrite),
+    Sync(SyncSender<()>),
+    Retain(SyncSender<Result<u64, StoreError>>),
+}
+
+pub(crate) struct TaskWrite {
+    pub key: String,
+    pub seq: u64,
+    pub agent: String,
+    pub id: String,
+    pub context_id: String,
+    pub state: i16,
+    pub updated_ms: i64,
+    pub node: String,
+    pub body: Vec<u8>,
+    pub done: Option<oneshot::Sender<Result<(), StoreError>>>,
+}
+
+/// A push config written (`body`) or deleted (`None`).
+pub(crate) struct PushWrite {
+    pub agent: String,
+    pub task_id: String,
+    pub id: String,
+    pub body: Option<Vec<u8>>,
+    pub done: Option<oneshot::Sender<Result<(), StoreError>>>,
+}
+
+pub(crate) struct PgWriter {
+    pub client: Client,
+    pub connector: Connector,
+    pub live: Arc<Live>,
+    pub pending: Arc<AtomicU64>,
+    pub retention: Retention,
+    pub batch_max: usize,
+    pub failed: Arc<AtomicU64>,
+    /// The upsert, prepared on the current connection.
+    pub upsert: Option<Statement>,
+}
+
+impl PgWriter {
+    pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Op>) {
+        let mut last_retention = Instant::now();
+        let mut ops = Vec::new();
+        while rx.recv_many(&mut ops, self.batch_max).await > 0 {
+            let result = self.commit(&ops).await;
+            if let Err(e) = &result {
+                tracing::error!(error = %e, writes = ops.len(), "task store: a batch failed to commit");
+            }
+            for op in ops.drain(..) {
+                match op {
+                    Op::Task(write) => {
+                        if result.is_ok() {
+                            self.live
+                                .remove_if(&write.key, |_, (seq, _)| *seq == write.seq);
+                        } else {
+                            self.failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        self.settle(write.done, &result);
+                    }
+                    Op::Push(write) => self.settle(write.done, &result),
+                    Op::Sync(tx) => {
+                        let _ = tx.send(());
+                    }
+                    Op::Retain(tx) => {
+                        let _ = tx.send(self.retain().await);
+                        last_retention = Instant::now();
+                    }
+                }
+            }
+            let wanted = self.retention.max_age.is_some() || self.retention.max_tasks.is_some();
+            if wanted && last_retention.elapsed() >= RETENTION_EVERY {
+                if let Err(e) = self.retain().await {
+                    tracing::warn!(error = %e, "task store: retention failed");
+                }
+                last_retention = Instant::now();
+            }
+        }
+    }
+
+    fn settle(
+        &self,
+        done: Option<oneshot::Sender<Result<(), StoreError>>>,
+        result: &Result<(), StoreError>,
+    ) {
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+        if let Some(done) = done {
+            let _ = done.send(result.clone());
+        }
+    }
+
+    /// A fresh connection when the last one was lost.
+    async fn reconnect(&mut self) -> Result<(), StoreError> {
+        if self.client.is_closed() {
+            self.client = self.connector.connect().await?;
+            self.upsert = None;
+        }
+        Ok(())
+    }
+
+    /// Writes every write of `ops` in one transaction, on a fresh
+    /// connection when the last one was lost.
+    async fn commit(&mut self, ops: &[Op]) -> Result<(), StoreError> {
+        if !ops.iter().any(|op| matches!(op, Op::Task(_) | Op::Push(_))) {
+            return Ok(());
+        }
+        self.reconnect().await?;
+        let upsert = match &self.upsert {
+            Some(statement) => statement.clone(),
+            None => {
+                let statement = self.client.prepare(UPSERT).await.map_err(pg)?;
+                self.upsert.insert(statement).clone()
+            }
+        };
+        let tx = self.client.transaction().await.map_err(pg)?;
+        for op in ops {
+            match op {
+                Op::Task(t) => {
+                    tx.execute(
+                        &upsert,
+                        &[
+                            &t.agent,
+                            &t.id,
+                            &t.context_id,
+                            &t.state,
+                            &t.updated_ms,
+                            &t.node,
+                            &t.body,
+                        ],
+                    )
+                    .await
+                    .map_err(pg)?;
+                }
+                Op::Push(p) => {
+                    let done = match &p.body {
+                        Some(body) => {
+                            tx.execute(PUT_PUSH, &[&p.agent, &p.task_id, &p.id, body])
+                                .await
+                        }
+                        None => {
+                            tx.execute(DELETE_PUSH, &[&p.agent, &p.task_id, &p.id])
+                                .await
+                        }
+                    };
+                    done.map_err(pg)?;
+                }
+                Op::Sync(_) | Op::Retain(_) => {}
+            }
+        }
+        tx.commit().await.map_err(pg)
+    }
+
+    /// Deletes finished tasks past the retention limits (and their push
+    /// configs); answers how many.
+    async fn retain(&mut self) -> Result<u64, StoreError> {
+        self.reconnect().await?;
+        let mut deleted = 0;
+        if let Some(age) = self.retention.max_age {
+            let before = now_ms() - age.as_millis() as i64;
+            let sql = format!("DELETE FROM wharf_tasks WHERE {TERMINAL} AND updated_ms < $1");
+            deleted += self.client.execute(&sql, &[&before]).await.map_err(pg)?;
+        }
+        if let Some(max) = self.retention.max_tasks {
+            let max = i64::try_from(max).unwrap_or(i64::MAX);
+            let sql = format!(
+                "DELETE FROM wharf_tasks WHERE (agent, id) IN (SELECT agent, id FROM wharf_tasks \
+                 WHERE {TERMINAL} ORDER BY updated_ms, seq \
+                 LIMIT GREATEST((SELECT COUNT(*) FROM wharf_tasks) - $1, 0))"
+            );
+            deleted += self.client.execute(&sql, &[&max]).await.map_err(pg)?;
+        }
+        if deleted > 0 {
+            self.client
+                .execute(
+                    "DELETE FROM wharf_push_configs p WHERE NOT EXISTS (SELECT 1 FROM wharf_tasks t \
+                     WHERE t.agent = p.agent AND t.id = p.task_id)",
+                    &[],
+                )
+                .await
+                .map_err(pg)?;
+        }
+        Ok(deleted)
+    }
+}
