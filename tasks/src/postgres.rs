@@ -12,8 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls};
@@ -21,10 +19,10 @@ use tokio_postgres::{Client, NoTls};
 use crate::model::Task;
 use crate::pg_writer::{Op, PgWriter, PushWrite, TaskWrite};
 use crate::push::TaskPushNotificationConfig;
-use crate::sqlite::{Live, decode_token, now_ms};
+use crate::sqlite::{Live, now_ms};
 use crate::store::{
     Durability, ListQuery, Retention, StoreError, TaskPage, TaskStore, Written, WrittenInner,
-    trimmed,
+    decode, decode_push, decode_token, key, page,
 };
 
 /// Tables, made once by whichever node comes first (under an advisory
@@ -131,17 +129,6 @@ fn redacted(url: &str) -> String {
         }
         _ => url.to_string(),
     }
-}
-
-fn key(agent: &str, id: &str) -> String {
-    format!("{agent}\u{0}{id}")
-}
-
-fn decode(id: &str, body: &[u8]) -> Result<Task, StoreError> {
-    serde_json::from_slice(body).map_err(|e| StoreError::Damaged {
-        id: id.to_string(),
-        reason: e.to_string(),
-    })
 }
 
 impl PgStore {
@@ -421,24 +408,7 @@ impl TaskStore for PgStore {
                 .collect();
             Ok((total as u64, rows))
         })?;
-        let more = rows.len() > page_size;
-        let mut tasks = Vec::with_capacity(page_size.min(rows.len()));
-        let mut last = None;
-        for (seq, ms, id, body) in rows.into_iter().take(page_size) {
-            let task = decode(&id, &body)?;
-            tasks.push(trimmed(task, query.history_length, query.include_artifacts));
-            last = Some((ms, seq));
-        }
-        let next_page_token = match (more, last) {
-            (true, Some((ms, seq))) => URL_SAFE_NO_PAD.encode(format!("{ms}.{seq}")),
-            _ => String::new(),
-        };
-        Ok(TaskPage {
-            tasks,
-            next_page_token,
-            page_size,
-            total_size: total,
-        })
+        page(rows, page_size, query, total)
     }
 
     fn put_push_config(&self, agent: &str, config: &TaskPushNotificationConfig) -> Written {
@@ -473,14 +443,7 @@ impl TaskStore for PgStore {
                 .map(|r| (r.get::<_, String>(0), r.get::<_, Vec<u8>>(1)))
                 .collect::<Vec<_>>())
         })?;
-        rows.into_iter()
-            .map(|(id, body)| {
-                serde_json::from_slice(&body).map_err(|e| StoreError::Damaged {
-                    id: format!("{task_id}/{id}"),
-                    reason: e.to_string(),
-                })
-            })
-            .collect()
+        decode_push(task_id, rows)
     }
 
     /// The unfinished tasks this node saved last: the turns it would have

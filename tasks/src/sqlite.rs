@@ -10,8 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use dashmap::DashMap;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params, params_from_iter};
@@ -21,7 +19,7 @@ use crate::model::Task;
 use crate::push::TaskPushNotificationConfig;
 use crate::store::{
     Durability, ListQuery, StoreError, StoreOptions, TaskPage, TaskStore, Written, WrittenInner,
-    trimmed,
+    decode, decode_push, decode_token, key, page,
 };
 use crate::writer::{Counts, Op, PushOp, Put, Writer, count_tasks};
 
@@ -79,10 +77,6 @@ pub struct SqliteStore {
     pub failed_writes: Arc<AtomicU64>,
 }
 
-fn key(agent: &str, id: &str) -> String {
-    format!("{agent}\u{0}{id}")
-}
-
 pub(crate) fn db(e: rusqlite::Error) -> StoreError {
     StoreError::Database(e.to_string())
 }
@@ -91,13 +85,6 @@ pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
-}
-
-fn decode(id: &str, body: &[u8]) -> Result<Task, StoreError> {
-    serde_json::from_slice(body).map_err(|e| StoreError::Damaged {
-        id: id.to_string(),
-        reason: e.to_string(),
-    })
 }
 
 impl SqliteStore {
@@ -387,14 +374,7 @@ impl TaskStore for SqliteStore {
             .map_err(db)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(db)?;
-        rows.into_iter()
-            .map(|(id, body)| {
-                serde_json::from_slice(&body).map_err(|e| StoreError::Damaged {
-                    id: format!("{task_id}/{id}"),
-                    reason: e.to_string(),
-                })
-            })
-            .collect()
+        decode_push(task_id, rows)
     }
 
     fn get(&self, agent: &str, id: &str) -> Result<Option<Task>, StoreError> {
@@ -466,35 +446,6 @@ impl TaskStore for SqliteStore {
             .map_err(db)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(db)?;
-        let more = rows.len() > page_size;
-        let mut tasks = Vec::with_capacity(page_size.min(rows.len()));
-        let mut last = None;
-        for (rowid, ms, id, body) in rows.into_iter().take(page_size) {
-            let task = decode(&id, &body)?;
-            tasks.push(trimmed(task, query.history_length, query.include_artifacts));
-            last = Some((ms, rowid));
-        }
-        let next_page_token = match (more, last) {
-            (true, Some((ms, rowid))) => URL_SAFE_NO_PAD.encode(format!("{ms}.{rowid}")),
-            _ => String::new(),
-        };
-        Ok(TaskPage {
-            tasks,
-            next_page_token,
-            page_size,
-            total_size: total,
-        })
-    }
-}
-
-pub(crate) fn decode_token(token: &str) -> Result<(i64, i64), StoreError> {
-    let bytes = URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| StoreError::InvalidPageToken)?;
-    let text = String::from_utf8(bytes).map_err(|_| StoreError::InvalidPageToken)?;
-    let (ms, rowid) = text.split_once('.').ok_or(StoreError::InvalidPageToken)?;
-    match (ms.parse(), rowid.parse()) {
-        (Ok(ms), Ok(rowid)) => Ok((ms, rowid)),
-        _ => Err(StoreError::InvalidPageToken),
+        page(rows, page_size, query, total)
     }
 }

@@ -193,3 +193,77 @@ pub fn trimmed(mut task: Task, history: Option<usize>, artifacts: bool) -> Task 
     }
     task
 }
+
+/// The key under which a store holds `agent`'s task `id` in memory.
+pub(crate) fn key(agent: &str, id: &str) -> String {
+    format!("{agent}\u{0}{id}")
+}
+
+/// A stored task's body read back.
+pub(crate) fn decode(id: &str, body: &[u8]) -> Result<Task, StoreError> {
+    serde_json::from_slice(body).map_err(|e| StoreError::Damaged {
+        id: id.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Stored push configs `(id, body)` of task `task_id` read back.
+pub(crate) fn decode_push(
+    task_id: &str,
+    rows: Vec<(String, Vec<u8>)>,
+) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+    rows.into_iter()
+        .map(|(id, body)| {
+            serde_json::from_slice(&body).map_err(|e| StoreError::Damaged {
+                id: format!("{task_id}/{id}"),
+                reason: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// A list's page from up to `page_size + 1` rows `(position, updated_ms,
+/// id, body)`, newest first: the tasks trimmed as asked, and the token of
+/// the next page (an extra row says there is one).
+pub(crate) fn page(
+    rows: Vec<(i64, i64, String, Vec<u8>)>,
+    page_size: usize,
+    query: &ListQuery,
+    total_size: u64,
+) -> Result<TaskPage, StoreError> {
+    use base64::Engine as _;
+    let more = rows.len() > page_size;
+    let mut tasks = Vec::with_capacity(page_size.min(rows.len()));
+    let mut last = None;
+    for (position, ms, id, body) in rows.into_iter().take(page_size) {
+        let task = decode(&id, &body)?;
+        tasks.push(trimmed(task, query.history_length, query.include_artifacts));
+        last = Some((ms, position));
+    }
+    let next_page_token = match (more, last) {
+        (true, Some((ms, position))) => {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{ms}.{position}"))
+        }
+        _ => String::new(),
+    };
+    Ok(TaskPage {
+        tasks,
+        next_page_token,
+        page_size,
+        total_size,
+    })
+}
+
+/// The `(updated_ms, position)` a page token of [`page`] carries.
+pub(crate) fn decode_token(token: &str) -> Result<(i64, i64), StoreError> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| StoreError::InvalidPageToken)?;
+    let text = String::from_utf8(bytes).map_err(|_| StoreError::InvalidPageToken)?;
+    let (ms, position) = text.split_once('.').ok_or(StoreError::InvalidPageToken)?;
+    match (ms.parse(), position.parse()) {
+        (Ok(ms), Ok(position)) => Ok((ms, position)),
+        _ => Err(StoreError::InvalidPageToken),
+    }
+}

@@ -124,6 +124,21 @@ async fn a_task_started_on_one_node_is_read_streamed_and_canceled_on_another() {
     )
     .await;
     assert_eq!(again.json()["error"]["code"], -32002, "{}", again.text());
+    // A follow-up to a task waiting for input runs on the node it reaches.
+    let asking = send_text(&n1, " ").await;
+    assert_eq!(
+        asking["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{asking}"
+    );
+    let mut params = send_params("finished elsewhere");
+    params["message"]["taskId"] = asking["id"].clone();
+    let followed = rpc_at(&n2.base, "SendMessage", params).await["task"].clone();
+    assert_eq!(
+        followed["status"]["state"], "TASK_STATE_COMPLETED",
+        "{followed}"
+    );
+    let asking_id = asking["id"].as_str().unwrap();
+    assert_eq!(get_task(&n3, asking_id).await, followed);
     // A node that starts fails only the turns it left running itself.
     let other = spin(&n1.base).await;
     let (n4, _d4) = tasks_node(&nats, &pg, "n4").await;
