@@ -11,8 +11,8 @@ cd "$root"
 # its own on loopback, with a throwaway data directory).
 apt_install() {
     sudo=$([ "$(id -u)" = 0 ] || echo sudo)
-    $sudo apt-get install -y -q "$@" >/dev/null 2>&1 ||
-        { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q "$@" >/dev/null; }
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1 ||
+        { $sudo apt-get update -q >/dev/null && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; }
 }
 [ -d /usr/share/modsecurity-crs/rules ] || apt_install modsecurity-crs
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || apt_install postgresql

@@ -13,8 +13,8 @@ bin="$(server_bin)"
 if [ -z "$bin" ]; then
     sudo=$([ "$(id -u)" = 0 ] || echo sudo)
     echo "installing postgresql (apt)" >&2
-    $sudo apt-get install -y -q postgresql >/dev/null 2>&1 ||
-        { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q postgresql >/dev/null; }
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null 2>&1 ||
+        { $sudo apt-get update -q >/dev/null && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null; }
     bin="$(server_bin)"
 fi
 as=()
