@@ -449,8 +449,12 @@ impl TaskStore for PgStore {
     /// The unfinished tasks this node saved last: the turns it would have
     /// been running. Other nodes' tasks are theirs.
     fn unfinished(&self) -> Result<Vec<(String, Task)>, StoreError> {
+        self.unfinished_of(&self.node)
+    }
+
+    fn unfinished_of(&self, node: &str) -> Result<Vec<(String, Task)>, StoreError> {
         self.settle_reads()?;
-        let node = self.node.clone();
+        let node = node.to_string();
         let rows = self.read(move |c| async move {
             let rows = c
                 .query(

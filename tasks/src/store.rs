@@ -174,6 +174,11 @@ pub trait TaskStore: Send + Sync {
     /// been running, with their agents: what a host looks at when it
     /// starts (a turn that was running has stopped).
     fn unfinished(&self) -> Result<Vec<(String, Task)>, StoreError>;
+    /// The unfinished tasks node `node` saved last, in a store several
+    /// nodes share: the turns a node that went away was running.
+    fn unfinished_of(&self, _node: &str) -> Result<Vec<(String, Task)>, StoreError> {
+        Ok(Vec::new())
+    }
     /// The node that saved `agent`'s task `id` last, in a store several
     /// nodes share (`None`: not shared, or no such task).
     fn node_of(&self, _agent: &str, _id: &str) -> Result<Option<String>, StoreError> {

@@ -72,27 +72,50 @@ impl A2a {
     /// run left submitted or working had their turn stopped by the
     /// restart: they end failed. Call it on a runtime's blocking thread.
     pub fn new(store: Arc<dyn TaskStore>, push: Option<Push>) -> Result<A2a, StoreError> {
-        for (agent, mut task) in store.unfinished()? {
-            if let Some(push) = &push {
-                push.restore(&agent, &task.id);
-            }
-            if matches!(task.status.state, TaskState::Submitted | TaskState::Working) {
-                let message = agent_message("the host restarted while this task was running");
-                if let Ok(update) = task.set_status(TaskState::Failed, Some(message)) {
-                    tracing::warn!(agent, task = %task.id, "a task left running by an earlier run is marked failed");
-                    let _ = store.save(&agent, &task).wait_blocking();
-                    if let Some(push) = &push {
-                        push.notify(&agent, &StreamResponse::StatusUpdate(update));
-                    }
-                }
-            }
-        }
-        Ok(A2a {
+        let a2a = A2a {
             store,
             running: DashMap::new(),
             push,
             cluster: std::sync::OnceLock::new(),
-        })
+        };
+        a2a.fail_left(None)?;
+        Ok(a2a)
+    }
+
+    /// Fails the tasks whose turns stopped with the host that ran them:
+    /// this host's from an earlier run (`None`; their webhooks resume), or
+    /// those of another node that went away. Blocks: call it where
+    /// blocking is allowed. Answers how many it failed.
+    fn fail_left(&self, node: Option<&str>) -> Result<usize, StoreError> {
+        let (left, why) = match node {
+            None => (
+                self.store.unfinished()?,
+                "the host restarted while this task was running".to_string(),
+            ),
+            Some(node) => (
+                self.store.unfinished_of(node)?,
+                format!("the node running this task ({node}) went away"),
+            ),
+        };
+        let mut failed = 0;
+        for (agent, mut task) in left {
+            if let (Some(push), None) = (&self.push, node) {
+                push.restore(&agent, &task.id);
+            }
+            if !matches!(task.status.state, TaskState::Submitted | TaskState::Working) {
+                continue;
+            }
+            if let Ok(update) = task.set_status(TaskState::Failed, Some(agent_message(&why))) {
+                tracing::warn!(agent, task = %task.id, node, "a task whose turn stopped with its host is marked failed");
+                if self.store.save(&agent, &task).wait_blocking().is_ok() {
+                    failed += 1;
+                }
+                if let Some(push) = &self.push {
+                    push.notify(&agent, &StreamResponse::StatusUpdate(update));
+                }
+            }
+        }
+        Ok(failed)
     }
 
     /// Makes this host's tasks reachable from the other nodes of `cluster`.

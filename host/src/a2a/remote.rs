@@ -275,6 +275,31 @@ impl A2a {
             .map(|answer| (node, answer)))
     }
 
+    /// Fails the turns `node` was running, once it is truly gone: it left
+    /// the membership and nothing answers on its task subject any more
+    /// (missed heartbeats alone are no proof). Answers how many.
+    pub async fn sweep(self: &Arc<Self>, cluster: &Cluster, node: &str) -> usize {
+        let probe = TaskCall {
+            op: TaskOp::Status,
+            agent: String::new(),
+            task_id: String::new(),
+            inbox: None,
+        };
+        if !matches!(ask(cluster, node, &probe).await, Ok(None)) {
+            return 0;
+        }
+        let (a2a, node) = (self.clone(), node.to_string());
+        let failed = tokio::task::spawn_blocking(move || a2a.fail_left(Some(&node)));
+        match failed.await {
+            Ok(Ok(n)) => n,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "the tasks of a node that went away were not failed");
+                0
+            }
+            Err(_) => 0,
+        }
+    }
+
     /// Answers another node's call about a task whose turn runs here.
     pub async fn answer_call(self: &Arc<Self>, cluster: &Cluster, msg: async_nats::Message) {
         let Some(reply) = msg.reply else {

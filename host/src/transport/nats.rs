@@ -6,7 +6,7 @@
 //! drains: it says so, leaves its queue groups, answers what it already
 //! received, then says it left.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -46,6 +46,7 @@ pub async fn run(
         }
     };
     let mut served: BTreeMap<String, Served> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
     let mut heard = match client.subscribe(wire::MEMBERS).await {
         Ok(sub) => Some(sub),
         Err(e) => {
@@ -63,6 +64,7 @@ pub async fn run(
                 sync(&cluster, &pipeline, &mut served, &names);
                 say(&cluster, cluster.announce(names, "serving")).await;
                 gauges(&cluster, &pipeline);
+                sweep(&cluster, &a2a, &mut seen);
             }
             Some(msg) = async { heard.as_mut()?.next().await } => {
                 if let Ok(announce) = rmp_serde::from_slice::<Announce>(&msg.payload) {
@@ -123,6 +125,33 @@ fn gauges(cluster: &Cluster, pipeline: &Pipeline) {
     }
     let connected = if cluster.connected() { 1.0 } else { 0.0 };
     crate::metrics::gauge(recorder, "wharf_cluster_connected", vec![]).set(connected);
+}
+
+/// When nodes have gone from the view since the last heartbeat, the first
+/// serving node by name (one node, so a task is failed once) fails the A2A
+/// turns they were running, if they are truly gone.
+fn sweep(cluster: &Arc<Cluster>, a2a: &Weak<A2a>, seen: &mut BTreeSet<String>) {
+    let members = cluster.members();
+    let now: BTreeSet<String> = members.iter().map(|m| m.node.clone()).collect();
+    let sweeper = members
+        .iter()
+        .filter(|m| m.state == "serving")
+        .map(|m| m.node.as_str())
+        .min();
+    if sweeper == Some(cluster.node())
+        && let Some(a2a) = a2a.upgrade()
+    {
+        for gone in seen.difference(&now).filter(|n| *n != cluster.node()) {
+            let (a2a, cluster, gone) = (a2a.clone(), cluster.clone(), gone.clone());
+            tokio::spawn(async move {
+                let failed = a2a.sweep(&cluster, &gone).await;
+                if failed > 0 {
+                    tracing::warn!(node = %gone, failed, "a node went away: the A2A turns it ran are marked failed");
+                }
+            });
+        }
+    }
+    *seen = now;
 }
 
 /// Subscribes for the names served now and leaves those no longer served.

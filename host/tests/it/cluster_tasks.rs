@@ -3,7 +3,7 @@
 //! on one node is read, listed, streamed and canceled on another; a node
 //! that starts fails only the turns it left running itself; and a node
 //! killed (SIGKILL) while tasks are being written loses none that was
-//! answered, while its running turn can still be canceled elsewhere.
+//! answered, and the turn it was running is marked failed by a survivor.
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
@@ -13,6 +13,7 @@ use crate::a2a::{JSON, V1, call, get_task, rpc, send_params, send_text};
 use crate::cluster::{Nats, Process, cluster_kdl, hears};
 use crate::common::*;
 use crate::pg_store::Postgres;
+use wharf_tasks::TaskStore as _;
 
 /// An in-process node serving scribe, its tasks in `pg`.
 async fn tasks_node(nats: &Nats, pg: &Postgres, name: &str) -> (Server, tempfile::TempDir) {
@@ -139,6 +140,34 @@ async fn a_task_started_on_one_node_is_read_streamed_and_canceled_on_another() {
     );
     let asking_id = asking["id"].as_str().unwrap();
     assert_eq!(get_task(&n3, asking_id).await, followed);
+    // Turns of a node no longer there (it never answers on NATS): a cancel
+    // from any node cancels the task in the store, a subscribe gets the
+    // task as stored and ends.
+    let url = pg.url.clone();
+    tokio::task::spawn_blocking(move || {
+        let ghost = wharf_tasks::PgStore::open(crate::pg_store::options(&url, "ghost")).unwrap();
+        for id in ["ghost-1", "ghost-2"] {
+            let mut task = crate::pg_store::task(id, "c");
+            task.set_status(wharf_tasks::TaskState::Working, None)
+                .unwrap();
+            ghost.save("scribe", &task).wait_blocking().unwrap();
+        }
+    })
+    .await
+    .unwrap();
+    let canceled = rpc_at(&n2.base, "CancelTask", json!({"id": "ghost-1"})).await;
+    assert_eq!(
+        canceled["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    let mut stream = subscribe(&n3, "ghost-2").await;
+    let mut all = String::new();
+    while let Some(chunk) = next_chunk(stream.body_mut()).await.unwrap() {
+        all.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let got = events(&all);
+    assert_eq!(got.len(), 1, "{all}");
+    assert_eq!(got[0]["task"]["status"]["state"], "TASK_STATE_WORKING");
     // A node that starts fails only the turns it left running itself.
     let other = spin(&n1.base).await;
     let (n4, _d4) = tasks_node(&nats, &pg, "n4").await;
@@ -209,12 +238,20 @@ async fn a_node_killed_while_writing_tasks_loses_none_that_was_answered() {
         let read = rpc_at(&survivor.base, "GetTask", json!({"id": id})).await;
         assert_eq!(&read, task, "task {id} as answered");
     }
-    // Its running turn died with it: the survivor still cancels the task.
-    let left = rpc_at(&survivor.base, "GetTask", json!({"id": running})).await;
-    assert_eq!(left["status"]["state"], "TASK_STATE_WORKING");
-    let canceled = rpc_at(&survivor.base, "CancelTask", json!({"id": running})).await;
+    // Its running turn died with it: the survivor marks the task failed.
+    let base = survivor.base.clone();
+    wait_until("the dead node's turn is marked failed", || {
+        let (base, running) = (base.clone(), running.clone());
+        async move {
+            let task = rpc_at(&base, "GetTask", json!({"id": running})).await;
+            task["status"]["state"] == "TASK_STATE_FAILED"
+        }
+    })
+    .await;
+    let failed = rpc_at(&survivor.base, "GetTask", json!({"id": running})).await;
+    let said = failed["status"]["message"]["parts"][0]["text"].clone();
     assert_eq!(
-        canceled["status"]["state"], "TASK_STATE_CANCELED",
-        "{canceled}"
+        said, "the node running this task (doomed) went away",
+        "{failed}"
     );
 }

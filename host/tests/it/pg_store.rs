@@ -74,7 +74,7 @@ impl Drop for Postgres {
     }
 }
 
-fn options(url: &str, node: &str) -> PgOptions {
+pub(crate) fn options(url: &str, node: &str) -> PgOptions {
     PgOptions {
         url: url.to_string(),
         node: node.to_string(),
@@ -97,7 +97,7 @@ fn message(text: &str) -> Message {
     }
 }
 
-fn task(id: &str, context: &str) -> Task {
+pub(crate) fn task(id: &str, context: &str) -> Task {
     Task::submitted(id.to_string(), context.to_string(), message(id))
 }
 
