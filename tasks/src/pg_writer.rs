@@ -87,10 +87,11 @@ impl PgWriter {
             for op in ops.drain(..) {
                 match op {
                     Op::Task(write) => {
-                        if result.is_ok() {
-                            self.live
-                                .remove_if(&write.key, |_, (seq, _)| *seq == write.seq);
-                        } else {
+                        // Committed, reads find it in the database; failed,
+                        // it is not there (its caller is told).
+                        self.live
+                            .remove_if(&write.key, |_, (seq, _)| *seq == write.seq);
+                        if result.is_err() {
                             self.failed.fetch_add(1, Ordering::Relaxed);
                         }
                         self.settle(write.done, &result);

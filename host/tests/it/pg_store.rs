@@ -2,8 +2,8 @@
 //! loopback with a throwaway data directory by `scripts/lib/postgres.sh`,
 //! which installs Debian's package when missing): the same saves, reads,
 //! lists, pages and push configs as the SQLite store, each task owned by
-//! the node that saved it last, and clear errors when the server is not
-//! there.
+//! the node that saved it last, clear errors when the server is not
+//! there, and a store that goes on by itself when the server comes back.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -30,40 +30,20 @@ impl Postgres {
             .tempdir()
             .unwrap();
         let port = free_port();
-        let script =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib/postgres.sh");
-        let child = Command::new(script)
-            .arg(dir.path())
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("scripts/lib/postgres.sh runs");
         let url = format!("postgres://wharf@127.0.0.1:{port}/postgres");
-        let probe = url.clone();
-        wait_until("PostgreSQL accepts connections", || {
-            let probe = probe.clone();
-            async move {
-                tokio::task::spawn_blocking(move || PgStore::open(options(&probe, "probe")).is_ok())
-                    .await
-                    .unwrap()
-            }
-        })
-        .await;
+        let child = spawn(dir.path(), &url).await;
         Postgres {
             url,
             child,
             _dir: dir,
         }
     }
-}
 
-impl Drop for Postgres {
-    /// A fast shutdown (SIGINT): the server ends its backends itself.
-    fn drop(&mut self) {
+    /// Stops the server (fast shutdown: clients are disconnected).
+    fn stop(&mut self) {
         let pid = self.child.id().to_string();
         let _ = Command::new("kill").args(["-INT", &pid]).status();
-        for _ in 0..100 {
+        for _ in 0..200 {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return;
             }
@@ -71,6 +51,42 @@ impl Drop for Postgres {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Starts it again on the same data and port.
+    async fn start_again(&mut self) {
+        self.child = spawn(self._dir.path(), &self.url).await;
+    }
+}
+
+/// `scripts/lib/postgres.sh` on `dir`, serving `url`'s port, once it
+/// answers.
+async fn spawn(dir: &std::path::Path, url: &str) -> Child {
+    let port = url.rsplit(':').next().unwrap().split('/').next().unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib/postgres.sh");
+    let child = Command::new(script)
+        .arg(dir)
+        .arg(port)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("scripts/lib/postgres.sh runs");
+    wait_until("PostgreSQL accepts connections", || {
+        let probe = url.to_string();
+        async move {
+            tokio::task::spawn_blocking(move || PgStore::open(options(&probe, "probe")).is_ok())
+                .await
+                .unwrap()
+        }
+    })
+    .await;
+    child
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -271,4 +287,47 @@ async fn a_server_that_is_not_there_is_a_clear_error() {
         !text.contains("secret"),
         "the password is not shown: {text}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_gone_is_an_error_and_back_the_store_goes_on_losing_nothing() {
+    let mut pg = Postgres::start().await;
+    let url = pg.url.clone();
+    let store = tokio::task::spawn_blocking(move || PgStore::open(options(&url, "a")).unwrap());
+    let store = std::sync::Arc::new(store.await.unwrap());
+    let s = store.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut t = task("before", "c");
+        t.set_status(TaskState::Completed, None).unwrap();
+        s.save("scribe", &t).wait_blocking().unwrap();
+    })
+    .await
+    .unwrap();
+    pg.stop();
+    let s = store.clone();
+    let (saved, read) = tokio::task::spawn_blocking(move || {
+        let saved = s.save("scribe", &task("during", "c")).wait_blocking();
+        (saved, s.get("scribe", "before"))
+    })
+    .await
+    .unwrap();
+    assert!(matches!(saved, Err(StoreError::Database(_))), "{saved:?}");
+    assert!(matches!(read, Err(StoreError::Database(_))), "{read:?}");
+    pg.start_again().await;
+    let s = store.clone();
+    tokio::task::spawn_blocking(move || {
+        // The store reconnects by itself: what was committed is there.
+        let before = s.get("scribe", "before").unwrap().expect("kept");
+        assert_eq!(before.status.state, TaskState::Completed);
+        s.save("scribe", &task("after", "c"))
+            .wait_blocking()
+            .unwrap();
+        assert!(s.get("scribe", "after").unwrap().is_some());
+        assert_eq!(
+            s.failed_writes.load(std::sync::atomic::Ordering::Relaxed),
+            1
+        );
+    })
+    .await
+    .unwrap();
 }
