@@ -122,7 +122,7 @@ pub(crate) async fn hears(server: &Server, n: usize) {
     .await;
 }
 
-fn answered_by(reply: &Reply) -> String {
+pub(crate) fn answered_by(reply: &Reply) -> String {
     reply
         .headers
         .get("x-wharf-node")
@@ -130,7 +130,7 @@ fn answered_by(reply: &Reply) -> String {
         .unwrap_or_default()
 }
 
-const WARM_COUNTER: &str = r#"
+pub(crate) const WARM_COUNTER: &str = r#"
 agent "counter" {
     instances { mode "warm"; max 2; }
     affinity { header "x-session-id"; }
@@ -327,8 +327,15 @@ pub(crate) struct Process {
 }
 
 impl Process {
-    /// `inside` adds lines to its `cluster` block.
-    pub(crate) async fn start(nats: &Nats, name: &str, agents: &[&str], inside: &str) -> Process {
+    /// `extra` is more configuration; `inside` adds lines to its `cluster`
+    /// block.
+    pub(crate) async fn start(
+        nats: &Nats,
+        name: &str,
+        agents: &[&str],
+        extra: &str,
+        inside: &str,
+    ) -> Process {
         let dir = agents_dir(agents);
         let port = free_port();
         let kdl = format!(
@@ -336,7 +343,7 @@ impl Process {
             dir.path().display(),
             test_cache_dir().display(),
             dir.path().join("tasks.db").display(),
-            cluster_kdl(nats, name, "", "3s", inside)
+            cluster_kdl(nats, name, extra, "3s", inside)
         );
         let file = dir.path().join("wharf.kdl");
         std::fs::write(&file, kdl).unwrap();
@@ -385,9 +392,9 @@ async fn get_status(url: &str) -> Option<StatusCode> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_killed_under_load_fails_only_what_was_in_flight_on_it() {
     let nats = Nats::start().await;
-    let entry = Process::start(&nats, "entry", &["hello"], "").await;
-    let mut doomed = Process::start(&nats, "doomed", &["counter"], "").await;
-    let _survivor = Process::start(&nats, "survivor", &["counter"], "").await;
+    let entry = Process::start(&nats, "entry", &["hello"], "", "").await;
+    let mut doomed = Process::start(&nats, "doomed", &["counter"], "", "").await;
+    let _survivor = Process::start(&nats, "survivor", &["counter"], "", "").await;
     let view = format!("{}/cluster", entry.base);
     wait_until("three nodes serving", || {
         let view = view.clone();

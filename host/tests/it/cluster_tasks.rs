@@ -3,14 +3,15 @@
 //! on one node is read, listed, streamed and canceled on another; a node
 //! that starts fails only the turns it left running itself; and a node
 //! killed (SIGKILL) while tasks are being written loses none that was
-//! answered, and the turn it was running is marked failed by a survivor.
+//! answered, the turn it was running is marked failed by a survivor, and
+//! its sessions re-pin.
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::a2a::{JSON, V1, call, get_task, rpc, send_params, send_text};
-use crate::cluster::{Nats, Process, cluster_kdl, hears};
+use crate::cluster::{Nats, Process, WARM_COUNTER, answered_by, cluster_kdl, hears};
 use crate::common::*;
 use crate::pg_store::Postgres;
 use wharf_tasks::TaskStore as _;
@@ -187,8 +188,42 @@ async fn a_node_killed_while_writing_tasks_loses_none_that_was_answered() {
     let nats = Nats::start().await;
     let pg = Postgres::start().await;
     let inside = format!("postgres \"{}\"", pg.url);
-    let mut doomed = Process::start(&nats, "doomed", &["scribe"], &inside).await;
-    let survivor = Process::start(&nats, "survivor", &["scribe"], &inside).await;
+    let agents = ["scribe", "counter"];
+    let mut doomed = Process::start(&nats, "doomed", &agents, WARM_COUNTER, &inside).await;
+    let survivor = Process::start(&nats, "survivor", &agents, WARM_COUNTER, &inside).await;
+    // A session pinned to the doomed node, asked through both.
+    let bob = |base: &str| {
+        let url = format!("{base}/agents/counter");
+        async move {
+            send(
+                &client(),
+                Method::POST,
+                &url,
+                &[("x-session-id", "bob")],
+                "",
+            )
+            .await
+        }
+    };
+    let first = bob(&doomed.base).await;
+    assert_eq!(
+        (first.text(), answered_by(&first)),
+        ("bob 1".into(), "doomed".into())
+    );
+    let base = survivor.base.clone();
+    wait_until("the survivor hears the doomed node", || {
+        let base = base.clone();
+        async move {
+            let view = get(&format!("{base}/cluster")).await.json();
+            view["nodes"].as_array().is_some_and(|n| n.len() == 2)
+        }
+    })
+    .await;
+    let second = bob(&survivor.base).await;
+    assert_eq!(
+        (second.text(), answered_by(&second)),
+        ("bob 2".into(), "doomed".into())
+    );
     let running = spin(&doomed.base).await;
     // Eight clients write tasks through the doomed node; it dies under them.
     let answered = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
@@ -248,6 +283,20 @@ async fn a_node_killed_while_writing_tasks_loses_none_that_was_answered() {
         }
     })
     .await;
+    // The session re-pins to the survivor (a new instance: its count starts
+    // again) and stays there.
+    for n in 1..=2 {
+        let reply = bob(&survivor.base).await;
+        assert_eq!(
+            (reply.text(), answered_by(&reply)),
+            (format!("bob {n}"), "survivor".into())
+        );
+    }
+    let metrics = get(&format!("{}/metrics", survivor.base)).await.text();
+    assert!(
+        metrics.contains(r#"wharf_cluster_pins_total{outcome="repinned"} 1"#),
+        "{metrics}"
+    );
     let failed = rpc_at(&survivor.base, "GetTask", json!({"id": running})).await;
     let said = failed["status"]["message"]["parts"][0]["text"].clone();
     assert_eq!(
