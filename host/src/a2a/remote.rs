@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_nats::RequestErrorKind;
 use futures_util::StreamExt;
+use metrics::Label;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use wharf_tasks::{A2aError, A2aErrorKind, StreamResponse, Task, TaskIdParams};
@@ -109,7 +110,7 @@ async fn ask(
     let ask = async_nats::Request::new()
         .payload(payload.into())
         .timeout(Some(CALL_TIMEOUT));
-    match cluster
+    let answer = match cluster
         .client()
         .send_request(wire::tasks_subject(node), ask)
         .await
@@ -119,7 +120,20 @@ async fn ask(
             .map_err(unreachable),
         Err(e) if e.kind() == RequestErrorKind::NoResponders => Ok(None),
         Err(e) => Err(unreachable(e)),
-    }
+    };
+    let outcome = match &answer {
+        Ok(Some(_)) => "ok",
+        Ok(None) => "no_responders",
+        Err(_) => "failed",
+    };
+    let op = match call.op {
+        TaskOp::Cancel => "cancel",
+        TaskOp::Subscribe => "subscribe",
+        TaskOp::Status => "status",
+    };
+    let labels = vec![Label::new("op", op), Label::new("outcome", outcome)];
+    cluster.count_by("wharf_cluster_task_calls_total", labels, 1);
+    answer
 }
 
 impl A2a {
@@ -291,7 +305,10 @@ impl A2a {
         let (a2a, node) = (self.clone(), node.to_string());
         let failed = tokio::task::spawn_blocking(move || a2a.fail_left(Some(&node)));
         match failed.await {
-            Ok(Ok(n)) => n,
+            Ok(Ok(n)) => {
+                cluster.count_by("wharf_cluster_orphaned_tasks_total", vec![], n as u64);
+                n
+            }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "the tasks of a node that went away were not failed");
                 0

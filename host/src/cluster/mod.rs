@@ -142,7 +142,12 @@ impl Cluster {
     }
 
     fn count(&self, name: &'static str, labels: Vec<Label>) {
-        crate::metrics::counter(self.metrics.recorder(), name, labels).increment(1);
+        self.count_by(name, labels, 1);
+    }
+
+    /// Adds `n` to counter `name` of this node's metrics.
+    pub fn count_by(&self, name: &'static str, labels: Vec<Label>, n: u64) {
+        crate::metrics::counter(self.metrics.recorder(), name, labels).increment(n);
     }
 
     /// Sends `req` (its body read) for `agent` to the nodes serving it, or

@@ -104,6 +104,8 @@ async fn a_task_started_on_one_node_is_read_streamed_and_canceled_on_another() {
         canceled["status"]["state"], "TASK_STATE_CANCELED",
         "{canceled}"
     );
+    let calls = r#"wharf_cluster_task_calls_total{op="cancel",outcome="ok"}"#;
+    assert_eq!(metric(&n3, calls).await, 1.0);
     let mut rest = String::new();
     while let Some(chunk) = next_chunk(stream.body_mut()).await.unwrap() {
         rest.push_str(std::str::from_utf8(&chunk).unwrap());
@@ -275,12 +277,16 @@ async fn a_node_killed_while_writing_tasks_loses_none_that_was_answered() {
     }
     // Its running turn died with it: the survivor marks the task failed.
     let base = survivor.base.clone();
-    wait_until("the dead node's turn is marked failed", || {
-        let (base, running) = (base.clone(), running.clone());
-        async move {
-            let task = rpc_at(&base, "GetTask", json!({"id": running})).await;
-            task["status"]["state"] == "TASK_STATE_FAILED"
-        }
+    let orphans = move |base: String| async move {
+        let text = get(&format!("{base}/metrics")).await.text();
+        text.lines()
+            .find_map(|l| l.strip_prefix("wharf_cluster_orphaned_tasks_total "))
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    // Counted once every such task is saved failed.
+    wait_until("the dead node's turns are marked failed", || {
+        let base = base.clone();
+        async move { orphans(base).await.is_some() }
     })
     .await;
     // The session re-pins to the survivor (a new instance: its count starts
@@ -293,10 +299,32 @@ async fn a_node_killed_while_writing_tasks_loses_none_that_was_answered() {
         );
     }
     let metrics = get(&format!("{}/metrics", survivor.base)).await.text();
-    assert!(
-        metrics.contains(r#"wharf_cluster_pins_total{outcome="repinned"} 1"#),
-        "{metrics}"
-    );
+    let repinned = r#"wharf_cluster_pins_total{outcome="repinned"} 1"#;
+    assert!(metrics.lines().any(|l| l == repinned), "{metrics}");
+    // Every task whose turn died with the node (the spinning one, and any
+    // whose send was in flight) was failed once, and counted.
+    let gone = "the node running this task (doomed) went away";
+    let (mut orphaned, mut token) = (0, String::new());
+    loop {
+        let page = rpc_at(
+            &survivor.base,
+            "ListTasks",
+            json!({"pageSize": 100, "pageToken": token}),
+        )
+        .await;
+        for task in page["tasks"].as_array().unwrap() {
+            assert_ne!(task["status"]["state"], "TASK_STATE_WORKING", "{task}");
+            if task["status"]["message"]["parts"][0]["text"] == gone {
+                orphaned += 1;
+            }
+        }
+        token = page["nextPageToken"].as_str().unwrap_or("").to_string();
+        if token.is_empty() {
+            break;
+        }
+    }
+    assert!(orphaned >= 1);
+    assert_eq!(orphans(base).await, Some(orphaned as f64));
     let failed = rpc_at(&survivor.base, "GetTask", json!({"id": running})).await;
     let said = failed["status"]["message"]["parts"][0]["text"].clone();
     assert_eq!(
