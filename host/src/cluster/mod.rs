@@ -205,8 +205,7 @@ impl Cluster {
     async fn pins(&self) -> Result<&Pins, String> {
         self.pins
             .get_or_try_init(|| async {
-                let js = async_nats::jetstream::new(self.client.clone());
-                Pins::open(&js, self.node(), self.settings.pin_ttl).await
+                Pins::open(&self.client, self.node(), self.settings.pin_ttl).await
             })
             .await
     }
@@ -220,9 +219,12 @@ impl Cluster {
             Ok(pins) => pins.place(&key).await,
             Err(e) => Err(e),
         };
+        if let Ok((_, Outcome::Created | Outcome::Found)) = &placed {
+            self.count("wharf_cluster_pin_reads_total", vec![]);
+        }
         let outcome = match &placed {
             Ok((Place::Here, Outcome::Created)) => "created",
-            Ok((Place::Here, Outcome::Found)) => "here",
+            Ok((Place::Here, Outcome::Found | Outcome::Remembered)) => "here",
             Ok((Place::At { .. }, _)) => "elsewhere",
             Err(_) => "unavailable",
         };

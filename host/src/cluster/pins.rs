@@ -3,12 +3,25 @@
 //! its pin (only one node wins the create), later ones follow it, and a
 //! node that finds the pinned node gone takes the pin over with a
 //! compare-and-swap on the entry's revision, so two nodes never both do.
+//! A lookup is remembered for a few seconds, as long as the connection
+//! that read it lasts: a node takes over another's pin only when that
+//! node has no subscription left, so while a node stays connected its
+//! own pins stay its own, and a remembered pin elsewhere that turns out
+//! gone is read again before it is taken over.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use async_nats::jetstream::kv::{self, Operation, Store};
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
+
+/// Longest a lookup is remembered (a quarter of the TTL when that is less).
+const REMEMBER: Duration = Duration::from_secs(5);
+
+/// Lookups remembered before stale ones are dropped.
+const REMEMBERED_MAX: usize = 100_000;
 
 /// The bucket every node shares.
 pub const BUCKET: &str = "wharf-pins";
@@ -27,6 +40,8 @@ pub enum Place {
 pub enum Outcome {
     Created,
     Found,
+    /// Found without reading the bucket: looked up moments ago.
+    Remembered,
 }
 
 /// The pins, as one node uses them.
@@ -34,6 +49,11 @@ pub struct Pins {
     store: Store,
     node: String,
     ttl: Duration,
+    /// Recent lookups: where, when, and the connection (by its count of
+    /// connects) that read them.
+    recent: dashmap::DashMap<String, (Place, Instant, u64)>,
+    remember: Duration,
+    stats: Arc<async_nats::Statistics>,
 }
 
 fn now_ms() -> u64 {
@@ -52,10 +72,11 @@ pub fn key(agent: &str, session: &str) -> String {
 impl Pins {
     /// The bucket (made when no node has made it yet).
     pub async fn open(
-        js: &async_nats::jetstream::Context,
+        client: &async_nats::Client,
         node: &str,
         ttl: Duration,
     ) -> Result<Pins, String> {
+        let js = async_nats::jetstream::new(client.clone());
         let config = kv::Config {
             bucket: BUCKET.into(),
             description: "Wharf: session -> node".into(),
@@ -72,6 +93,9 @@ impl Pins {
             store,
             node: node.to_string(),
             ttl,
+            recent: dashmap::DashMap::new(),
+            remember: REMEMBER.min(ttl / 4),
+            stats: client.statistics(),
         })
     }
 
@@ -83,6 +107,27 @@ impl Pins {
     /// here. A pin of this node older than half the TTL is written again,
     /// so a session in use does not expire.
     pub async fn place(&self, key: &str) -> Result<(Place, Outcome), String> {
+        let connects = self.stats.connects.load(Ordering::Relaxed);
+        if let Some(hit) = self.recent.get(key) {
+            let (place, at, read_by) = hit.value();
+            if at.elapsed() < self.remember && *read_by == connects {
+                return Ok((place.clone(), Outcome::Remembered));
+            }
+        }
+        let placed = self.read(key).await?;
+        if self.recent.len() >= REMEMBERED_MAX {
+            self.recent
+                .retain(|_, (_, at, _)| at.elapsed() < self.remember);
+        }
+        self.recent.insert(
+            key.to_string(),
+            (placed.0.clone(), Instant::now(), connects),
+        );
+        Ok(placed)
+    }
+
+    /// [`Pins::place`] from the bucket.
+    async fn read(&self, key: &str) -> Result<(Place, Outcome), String> {
         for _ in 0..3 {
             let entry = self.store.entry(key).await.map_err(|e| e.to_string())?;
             match entry {
@@ -116,6 +161,8 @@ impl Pins {
     /// Takes over the pin at `revision` (its node is gone): true when this
     /// node now holds it, false when another node took it first.
     pub async fn take_over(&self, key: &str, revision: u64) -> Result<bool, String> {
+        // Whatever happens, the next lookup reads the bucket.
+        self.recent.remove(key);
         match self.store.update(key, self.value(), revision).await {
             Ok(_) => Ok(true),
             Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => Ok(false),

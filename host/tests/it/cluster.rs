@@ -248,6 +248,8 @@ async fn a_session_stays_pinned_across_nodes_and_repins_when_its_node_goes() {
         assert_eq!(answered_by(&reply), holder);
     }
     assert_eq!(holder, "n2");
+    // n1, asked twice moments apart, read the pin from the bucket once.
+    assert_eq!(metric(&n1, "wharf_cluster_pin_reads_total").await, 1.0);
     // The holder leaves: the next request re-pins the session (a new
     // instance, so the count starts again) and it stays there.
     n2.stop().await;
