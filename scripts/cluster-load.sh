@@ -3,7 +3,8 @@
 # echo agent, warm pools of 4; NATS and PostgreSQL on the same machine).
 #   forwarding: p50/p99 at c=1 of echo served by the node asked vs echo
 #     asked of n1 and forwarded over NATS to n2 (same run), and echo with a
-#     session (its pin read from JetStream KV on every request)
+#     session pinned to the node asked (its pin remembered between reads
+#     of JetStream KV)
 #   throughput: requests per second at c=48 into 1, 2 and 3 nodes at once
 #     (one single-threaded wrk per node, the sum; and 1 node with two, to
 #     tell the client's limit from the node's); every node, wrk, NATS and
@@ -64,7 +65,7 @@ echo "| echo served by the node asked (n1) | $p50 | $p99 | $r |"
 read -r p50 p99 r < <(lat http://127.0.0.1:8181/agents/far)
 echo "| far asked of n1, forwarded over NATS to n2 | $p50 | $p99 | $r |"
 read -r p50 p99 r < <(lat http://127.0.0.1:8181/agents/sess "$work/session.lua")
-echo "| sess (pinned to n1) asked of n1: its pin read from JetStream KV | $p50 | $p99 | $r |"
+echo "| sess (pinned to n1) asked of n1: its pin remembered, read from JetStream KV every 5 s | $p50 | $p99 | $r |"
 echo
 echo "### Throughput into 1, 2, 3 nodes (c=48 in all, ${secs} s)"
 echo
