@@ -9,6 +9,7 @@ mod binary;
 mod cache;
 mod cli;
 mod cluster;
+mod cluster_drain;
 mod cluster_tasks;
 mod common;
 mod compose;
