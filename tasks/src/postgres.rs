@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls};
 
@@ -21,8 +21,8 @@ use crate::pg_writer::{Op, PgWriter, PushWrite, TaskWrite};
 use crate::push::TaskPushNotificationConfig;
 use crate::sqlite::{Live, now_ms};
 use crate::store::{
-    Durability, ListQuery, Retention, StoreError, TaskPage, TaskStore, Written, WrittenInner,
-    decode, decode_push, decode_token, key, page,
+    Durability, ListQuery, Retention, StoreError, TaskPage, TaskStore, Written, decode,
+    decode_push, decode_token, enqueue, key, page,
 };
 
 /// Tables, made once by whichever node comes first (under an advisory
@@ -247,19 +247,9 @@ impl PgStore {
         rx.recv().map_err(|_| StoreError::Closed)?
     }
 
-    fn settled(&self) -> (Option<oneshot::Sender<Result<(), StoreError>>>, Written) {
-        match self.durability {
-            Durability::Commit => {
-                let (tx, rx) = oneshot::channel();
-                (Some(tx), Written(WrittenInner::Pending(rx)))
-            }
-            Durability::Queued => (None, Written::done(Ok(()))),
-        }
-    }
-
     /// Queues a push config write (`body`) or deletion (`None`).
     fn push_op(&self, agent: &str, task_id: &str, id: &str, body: Option<Vec<u8>>) -> Written {
-        let (done, written) = self.settled();
+        let (done, written) = self.durability.settled();
         let write = PushWrite {
             agent: agent.to_string(),
             task_id: task_id.to_string(),
@@ -267,12 +257,7 @@ impl PgStore {
             body,
             done,
         };
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        if self.send(Op::Push(write)).is_err() {
-            self.pending.fetch_sub(1, Ordering::AcqRel);
-            return Written::done(Err(StoreError::Closed));
-        }
-        written
+        enqueue(&self.pending, written, || self.send(Op::Push(write)))
     }
 
     fn settle_reads(&self) -> Result<(), StoreError> {
@@ -309,7 +294,7 @@ impl TaskStore for PgStore {
             Ok(body) => body,
             Err(e) => return Written::done(Err(StoreError::Database(e.to_string()))),
         };
-        let (done, written) = self.settled();
+        let (done, written) = self.durability.settled();
         let key = key(agent, &task.id);
         let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         queue.0 += 1;
@@ -327,12 +312,12 @@ impl TaskStore for PgStore {
             body,
             done,
         };
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        if queue.1.send(Op::Task(write)).is_err() {
-            self.pending.fetch_sub(1, Ordering::AcqRel);
-            return Written::done(Err(StoreError::Closed));
-        }
-        written
+        enqueue(&self.pending, written, || {
+            queue
+                .1
+                .send(Op::Task(write))
+                .map_err(|_| StoreError::Closed)
+        })
     }
 
     fn get(&self, agent: &str, id: &str) -> Result<Option<Task>, StoreError> {

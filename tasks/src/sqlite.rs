@@ -13,13 +13,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use dashmap::DashMap;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params, params_from_iter};
-use tokio::sync::oneshot;
 
 use crate::model::Task;
 use crate::push::TaskPushNotificationConfig;
 use crate::store::{
-    Durability, ListQuery, StoreError, StoreOptions, TaskPage, TaskStore, Written, WrittenInner,
-    decode, decode_push, decode_token, key, page,
+    Durability, ListQuery, StoreError, StoreOptions, TaskPage, TaskStore, Written, decode,
+    decode_push, decode_token, enqueue, key, page,
 };
 use crate::writer::{Counts, Op, PushOp, Put, Writer, count_tasks};
 
@@ -166,7 +165,7 @@ impl SqliteStore {
 
     /// Queues a push config write (`body`) or deletion (`None`).
     fn push_op(&self, agent: &str, task_id: &str, id: &str, body: Option<Vec<u8>>) -> Written {
-        let (done, rx) = self.settled();
+        let (done, written) = self.durability.settled();
         let op = Op::Push(PushOp {
             agent: agent.to_string(),
             task_id: task_id.to_string(),
@@ -174,33 +173,7 @@ impl SqliteStore {
             body,
             done,
         });
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        if self.send(op).is_err() {
-            self.pending.fetch_sub(1, Ordering::AcqRel);
-            return Written::done(Err(StoreError::Closed));
-        }
-        match rx {
-            Some(rx) => Written(WrittenInner::Pending(rx)),
-            None => Written::done(Ok(())),
-        }
-    }
-
-    /// What a write answers through: after its commit, or nothing to wait
-    /// for when the store answers once writes are queued.
-    #[allow(clippy::type_complexity)]
-    fn settled(
-        &self,
-    ) -> (
-        Option<oneshot::Sender<Result<(), StoreError>>>,
-        Option<oneshot::Receiver<Result<(), StoreError>>>,
-    ) {
-        match self.durability {
-            Durability::Commit => {
-                let (tx, rx) = oneshot::channel();
-                (Some(tx), Some(rx))
-            }
-            Durability::Queued => (None, None),
-        }
+        enqueue(&self.pending, written, || self.send(op))
     }
 
     /// Waits until every save queued before this call is committed (or
@@ -312,7 +285,7 @@ impl TaskStore for SqliteStore {
             Ok(body) => body,
             Err(e) => return Written::done(Err(StoreError::Database(e.to_string()))),
         };
-        let (done, rx) = self.settled();
+        let (done, written) = self.durability.settled();
         let key = key(agent, &task.id);
         let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         queue.0 += 1;
@@ -330,16 +303,8 @@ impl TaskStore for SqliteStore {
             body,
             done,
         };
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        if queue.1.send(Op::Put(put)).is_err() {
-            self.pending.fetch_sub(1, Ordering::AcqRel);
-            return Written::done(Err(StoreError::Closed));
-        }
-        drop(queue);
-        match rx {
-            Some(rx) => Written(WrittenInner::Pending(rx)),
-            None => Written::done(Ok(())),
-        }
+        let sent = || queue.1.send(Op::Put(put)).map_err(|_| StoreError::Closed);
+        enqueue(&self.pending, written, sent)
     }
 
     fn put_push_config(&self, agent: &str, config: &TaskPushNotificationConfig) -> Written {

@@ -5,6 +5,7 @@
 //! [`crate::PgStore`] the one several nodes share.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -43,6 +44,39 @@ pub enum Durability {
     /// As soon as the write is queued: faster answers, and a crash can lose
     /// the writes of the last batch not yet committed (milliseconds).
     Queued,
+}
+
+/// How a queued write tells its writer it is settled.
+pub(crate) type Settle = Option<oneshot::Sender<Result<(), StoreError>>>;
+
+impl Durability {
+    /// What a write answers through: after its commit (the writer settles
+    /// it), or at once when the store answers as soon as writes are queued.
+    pub(crate) fn settled(self) -> (Settle, Written) {
+        match self {
+            Durability::Commit => {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Written(WrittenInner::Pending(rx)))
+            }
+            Durability::Queued => (None, Written::done(Ok(()))),
+        }
+    }
+}
+
+/// Queues a write with `send`, counted in `pending` until its writer
+/// settles it; a write the queue refused (the writer has stopped) is
+/// uncounted and answers `Closed`.
+pub(crate) fn enqueue(
+    pending: &AtomicU64,
+    written: Written,
+    send: impl FnOnce() -> Result<(), StoreError>,
+) -> Written {
+    pending.fetch_add(1, Ordering::AcqRel);
+    if send().is_err() {
+        pending.fetch_sub(1, Ordering::AcqRel);
+        return Written::done(Err(StoreError::Closed));
+    }
+    written
 }
 
 /// Which finished tasks are deleted (with their push configs). Tasks that
