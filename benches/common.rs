@@ -36,29 +36,3 @@ pub fn guests_dir() -> PathBuf {
 pub fn lang_dir(rust_dir: &Path) -> PathBuf {
     rust_dir.join("../../lang")
 }
-
-/// Debian's OWASP Core Rule Set 3.3 (`apt-get install modsecurity-crs`),
-/// laid out as the `waf` filter reads it: `crs-setup.conf` and `rules/`.
-/// Left out: the application exclusion plugins (REQUEST-903.*) and the
-/// logging-phase correlation (RESPONSE-980), which the engine does not load
-/// (see docs/filters.md). None when the package is not installed.
-#[allow(dead_code)]
-pub fn crs_files() -> Option<tempfile::TempDir> {
-    const RULES: &str = "/usr/share/modsecurity-crs/rules";
-    const SETUP: &str = "/etc/modsecurity/crs/crs-setup.conf";
-    if !Path::new(RULES).is_dir() || !Path::new(SETUP).is_file() {
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(SETUP, dir.path().join("crs-setup.conf")).unwrap();
-    std::fs::create_dir(dir.path().join("rules")).unwrap();
-    for entry in std::fs::read_dir(RULES).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("REQUEST-903.") || name.starts_with("RESPONSE-980") {
-            continue;
-        }
-        std::fs::copy(&path, dir.path().join("rules").join(&name)).unwrap();
-    }
-    Some(dir)
-}

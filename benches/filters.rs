@@ -3,11 +3,13 @@
 //! without filters in the same run:
 //! - `filter_overhead`: a header-phase filter that allows (`allow`), warm
 //!   and fresh; the `auth` (HS256 JWT) + `headers` chain;
-//! - `waf`: the baseline rules and, where Debian's `modsecurity-crs` is
-//!   installed, the OWASP Core Rule Set 3.3 at paranoia level 1: clean
-//!   1 KiB and 64 KiB form posts, and an attack; warm instances, and fresh
-//!   instances started from the `preinit` snapshot (for the baseline also
-//!   without it, each instance compiling the rules).
+//! - `waf`: the baseline rules and the embedded OWASP Core Rule Set 4 at
+//!   paranoia level 1: clean 1 KiB and 64 KiB form posts, 64 KiB of ~4,700
+//!   short fields, and an attack; warm instances, and fresh instances
+//!   started from the `preinit` snapshot (for the baseline also without
+//!   it, each instance compiling the rules); beside the old engine
+//!   (zentinel-modsec) when `scripts/waf-old-engine.sh` has built it;
+//! - `waf_curve`: CRS over a clean form from 1 KiB to about 1 MiB.
 //!
 //! Run with `cargo bench --bench filters`; results go in BENCHMARKS.md.
 
@@ -97,20 +99,44 @@ fn overhead(c: &mut Criterion) {
     g.finish();
 }
 
-fn waf(c: &mut Criterion) {
-    let crs = common::crs_files();
-    if crs.is_none() {
-        eprintln!("modsecurity-crs is not installed: the CRS rows are skipped");
+/// The old engine's component (zentinel-modsec, before Wharf's own
+/// SecLang engine), when `scripts/waf-old-engine.sh` has built it.
+fn old_engine() -> bool {
+    common::guests_dir().join("waf-zentinel.wasm").is_file()
+}
+
+/// A form of `fields` short fields (`f0=ab&f1=ab&…`) up to `bytes`.
+fn many_fields(bytes: usize) -> Vec<u8> {
+    let mut body = Vec::with_capacity(bytes + 16);
+    let mut i = 0;
+    while body.len() < bytes {
+        body.extend_from_slice(format!("f{i}=ab&").as_bytes());
+        i += 1;
     }
+    body.pop();
+    body
+}
+
+fn waf(c: &mut Criterion) {
+    let old = old_engine();
+    if !old {
+        eprintln!("scripts/waf-old-engine.sh has not built the old engine: its rows are skipped");
+    }
+    let crs_dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../third_party/coreruleset");
     let mut kdl = String::from(
         r#"
         instances { mode "warm"; max 2 }
         filter "waf" { instances { mode "warm"; max 2 } }
         filter "waf-raw" { preinit #false }
+        filter "crs" { instances { mode "warm"; max 2 }; config { ruleset "crs"; paranoia 1 } }
+        filter "crs-fresh" { config { ruleset "crs"; paranoia 1 } }
         agent "plain" { filters #false }
         agent "baseline" { filters "waf" }
         agent "baseline-fresh" { filters "waf-fresh" }
         agent "baseline-fresh-raw" { filters "waf-raw" }
+        agent "crs-echo" { filters "crs" }
+        agent "crs-fresh-echo" { filters "crs-fresh" }
         "#,
     );
     let mut guests = vec![
@@ -118,31 +144,34 @@ fn waf(c: &mut Criterion) {
         ("baseline", "echo"),
         ("baseline-fresh", "echo"),
         ("baseline-fresh-raw", "echo"),
+        ("crs-echo", "echo"),
+        ("crs-fresh-echo", "echo"),
         ("waf", "waf"),
         ("waf-fresh", "waf"),
         ("waf-raw", "waf"),
+        ("crs", "waf"),
+        ("crs-fresh", "waf"),
     ];
-    if let Some(dir) = &crs {
+    if old {
+        // The old engine reads CRS 4 from files: the same vendored rules.
         kdl.push_str(&format!(
-            r#"filter "crs" {{
+            r#"filter "old-waf" {{ instances {{ mode "warm"; max 2 }} }}
+            filter "old-crs" {{
                 instances {{ mode "warm"; max 2 }}
-                files "{0}"
-                config {{ rules "crs-setup.conf rules/*.conf"; paranoia 1 }}
+                deadline "10s"
+                files "{}"
+                config {{ rules "crs-setup.conf.example rules/*.conf"; paranoia 1 }}
             }}
-            filter "crs-fresh" {{
-                files "{0}"
-                config {{ rules "crs-setup.conf rules/*.conf"; paranoia 1 }}
-            }}
-            agent "crs-echo" {{ filters "crs" }}
-            agent "crs-fresh-echo" {{ filters "crs-fresh" }}
+            agent "old-baseline" {{ filters "old-waf" }}
+            agent "old-crs-echo" {{ filters "old-crs" }}
             "#,
-            dir.path().display()
+            crs_dir.display()
         ));
         guests.extend([
-            ("crs-echo", "echo"),
-            ("crs", "waf"),
-            ("crs-fresh-echo", "echo"),
-            ("crs-fresh", "waf"),
+            ("old-baseline", "echo"),
+            ("old-crs-echo", "echo"),
+            ("old-waf", "waf-zentinel"),
+            ("old-crs", "waf-zentinel"),
         ]);
     }
     let (pipeline, _dir) = pipeline(&guests, &kdl);
@@ -159,21 +188,39 @@ fn waf(c: &mut Criterion) {
         ("baseline", "baseline"),
         ("baseline_fresh_preinit", "baseline-fresh"),
         ("baseline_fresh_no_preinit", "baseline-fresh-raw"),
+        ("crs_pl1", "crs-echo"),
+        ("crs_pl1_fresh_preinit", "crs-fresh-echo"),
     ];
-    if crs.is_some() {
-        agents.push(("crs_pl1", "crs-echo"));
-        agents.push(("crs_pl1_fresh_preinit", "crs-fresh-echo"));
+    if old {
+        agents.push(("old_baseline", "old-baseline"));
+        agents.push(("old_crs_pl1", "old-crs-echo"));
     }
+    let workloads = [
+        ("clean_1KiB", request("", form(1 << 10))),
+        ("clean_64KiB", request("", form(64 << 10))),
+        ("fields_64KiB", request("", many_fields(64 << 10))),
+    ];
     for (label, agent) in agents {
-        for (size, name) in [(1usize << 10, "clean_1KiB"), (64 << 10, "clean_64KiB")] {
-            let req = request("", form(size));
+        for (name, req) in &workloads {
             g.bench_function(format!("{label}/{name}"), |b| {
-                b.iter_custom(|n| run(&rt, &pipeline, agent, &req, 200, n))
+                b.iter_custom(|n| run(&rt, &pipeline, agent, req, 200, n))
             });
         }
         if agent != "plain" {
             g.bench_function(format!("{label}/attack_1KiB"), |b| {
                 b.iter_custom(|n| run(&rt, &pipeline, agent, &attack, 403, n))
+            });
+        }
+    }
+    g.finish();
+    // Linearity: CRS (warm) and no filter over a clean form from 1 KiB to
+    // about 1 MiB (the engine inspects up to 1 MiB by default).
+    let mut g = c.benchmark_group("waf_curve");
+    for size in [1usize << 10, 16 << 10, 256 << 10, 1_000_000] {
+        let req = request("", form(size));
+        for (label, agent) in [("no_filter", "plain"), ("crs_pl1", "crs-echo")] {
+            g.bench_function(format!("{label}/{size}"), |b| {
+                b.iter_custom(|n| run(&rt, &pipeline, agent, &req, 200, n))
             });
         }
     }

@@ -6,17 +6,20 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-# Debian packages: the OWASP Core Rule Set the WAF tests load, and the
-# PostgreSQL server the cluster tests keep shared tasks in (each test runs
-# its own on loopback, with a throwaway data directory).
+# Debian packages: the PostgreSQL server the cluster tests keep shared
+# tasks in (each test runs its own on loopback, with a throwaway data
+# directory).
 apt_install() {
     sudo=$([ "$(id -u)" = 0 ] || echo sudo)
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1 ||
         { $sudo apt-get update -q >/dev/null && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; }
 }
-[ -d /usr/share/modsecurity-crs/rules ] || apt_install modsecurity-crs
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || apt_install postgresql
 scripts/build-guests.sh >/dev/null
 # The real clients the tests drive Wharf with (the official A2A SDK).
 scripts/test-clients.sh
+# The WAF engine's own tests (natively), then a fixed sample of the CRS
+# regression suite over HTTP against a real `wharf serve`, with floors.
+cargo test --quiet --manifest-path policies/Cargo.toml -p wharf-seclang --target-dir target/policies-native
+scripts/crs-conformance.sh --sample 400 --floor 98 --decision-floor 94 --bin "$root/target/debug/wharf"
 cargo test --workspace "$@"

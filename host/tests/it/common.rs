@@ -21,8 +21,6 @@ use wharf::runtime::EngineSettings;
 #[path = "../../../benches/common.rs"]
 mod build;
 
-pub use build::crs_files;
-
 /// Directory holding the built guest components (built once per test binary).
 pub fn guests_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();

@@ -1,0 +1,22 @@
+//! Lists the rules the literal prefilter does not screen, with why.
+use seclang::{MemFiles, RuleSet};
+fn main() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../third_party/coreruleset");
+    let mut files = MemFiles::new();
+    files.add(
+        "crs-setup.conf",
+        std::fs::read_to_string(root.join("crs-setup.conf.example")).unwrap(),
+    );
+    for e in std::fs::read_dir(root.join("rules")).unwrap() {
+        let p = e.unwrap().path();
+        files.add(
+            &format!("rules/{}", p.file_name().unwrap().to_string_lossy()),
+            std::fs::read_to_string(p).unwrap(),
+        );
+    }
+    let rules = RuleSet::from_files("", &["crs-setup.conf", "rules/*.conf"], &files).unwrap();
+    for line in rules.describe_prefilter() {
+        println!("{line}");
+    }
+}

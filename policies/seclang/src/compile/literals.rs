@@ -1,0 +1,275 @@
+//! Required literals of a regular expression: a small set of byte strings
+//! such that every match contains at least one of them. Found on the
+//! parsed expression (`regex-syntax` HIR), lowercased, so that a
+//! case-insensitive Aho-Corasick scan over them is a necessary condition
+//! for the expression to match. `None` when no useful set exists (the
+//! expression can match without any fixed text).
+
+use regex_syntax::hir::{Class, Hir, HirKind};
+
+/// Most strings a set may hold.
+const MAX_SET: usize = 64;
+/// Longest string kept (a prefix of a required string is required too).
+const MAX_LEN: usize = 24;
+/// Largest class expanded into single bytes within an exact string.
+const MAX_CLASS: usize = 6;
+/// Largest class accepted as a required set of single bytes.
+const MAX_REQUIRED_CLASS: usize = 48;
+
+type Set = Vec<Vec<u8>>;
+
+/// Parses `pattern` as the engine compiles it and returns its required
+/// literals.
+pub fn required_literals(pattern: &str) -> Option<Set> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .dot_matches_new_line(true)
+        .build()
+        .parse(pattern)
+        .ok()?;
+    let set = required(&hir)?;
+    (!set.iter().any(Vec::is_empty)).then_some(set)
+}
+
+/// The set of exact strings `h` matches, when small.
+fn exact(h: &Hir) -> Option<Set> {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => Some(vec![Vec::new()]),
+        HirKind::Literal(lit) => {
+            let s = lit.0.to_ascii_lowercase();
+            (s.len() <= MAX_LEN).then(|| vec![s])
+        }
+        HirKind::Class(class) => {
+            class_set(class, MAX_CLASS).map(|bytes| bytes.into_iter().map(|b| vec![b]).collect())
+        }
+        HirKind::Capture(c) => exact(&c.sub),
+        HirKind::Repetition(r) => match (r.min, r.max) {
+            (1, Some(1)) => exact(&r.sub),
+            (0, Some(1)) => {
+                let mut s = exact(&r.sub)?;
+                s.push(Vec::new());
+                dedup(s)
+            }
+            (n, Some(m)) if n == m && n <= 4 => {
+                let sub = exact(&r.sub)?;
+                let mut acc = vec![Vec::new()];
+                for _ in 0..n {
+                    acc = cross(&acc, &sub)?;
+                }
+                Some(acc)
+            }
+            _ => None,
+        },
+        HirKind::Concat(hs) => {
+            let mut acc = vec![Vec::new()];
+            for h in hs {
+                acc = cross(&acc, &exact(h)?)?;
+            }
+            Some(acc)
+        }
+        HirKind::Alternation(hs) => {
+            let mut out = Vec::new();
+            for h in hs {
+                out.extend(exact(h)?);
+                if out.len() > MAX_SET * 4 {
+                    return None;
+                }
+            }
+            dedup(out)
+        }
+    }
+}
+
+/// A set every match of `h` contains a member of, or `None`.
+fn required(h: &Hir) -> Option<Set> {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Literal(lit) => {
+            // A literal too long to be exact still requires its prefix.
+            let s = lit.0.to_ascii_lowercase();
+            Some(vec![s[..s.len().min(MAX_LEN)].to_vec()])
+        }
+        HirKind::Class(class) => match exact(h) {
+            Some(s) if useful(&s) => Some(s),
+            _ => class_set(class, MAX_REQUIRED_CLASS)
+                .map(|b| b.into_iter().map(|x| vec![x]).collect()),
+        },
+        HirKind::Capture(c) => required(&c.sub),
+        HirKind::Repetition(r) if r.min >= 1 => required(&r.sub),
+        HirKind::Repetition(_) => None,
+        HirKind::Alternation(hs) => {
+            let mut out = Vec::new();
+            for h in hs {
+                out.extend(required(h)?);
+            }
+            dedup(out).filter(|s| s.len() <= MAX_SET)
+        }
+        HirKind::Concat(hs) => {
+            let mut candidates: Vec<Set> = Vec::new();
+            let mut run: Set = vec![Vec::new()];
+            for h in hs {
+                match exact(h) {
+                    Some(ex) => match cross(&run, &ex) {
+                        Some(next) => run = next,
+                        None => {
+                            candidates.push(std::mem::replace(&mut run, ex));
+                        }
+                    },
+                    None => {
+                        candidates.push(std::mem::replace(&mut run, vec![Vec::new()]));
+                        if let Some(r) = required(h) {
+                            candidates.push(r);
+                        }
+                    }
+                }
+            }
+            candidates.push(run);
+            candidates.into_iter().filter(useful).max_by_key(score)
+        }
+    }
+}
+
+fn useful(s: &Set) -> bool {
+    !s.is_empty() && s.len() <= MAX_SET && s.iter().all(|x| !x.is_empty())
+}
+
+/// Longer shortest strings first, then fewer strings.
+fn score(s: &Set) -> (usize, isize) {
+    let shortest = s.iter().map(Vec::len).min().unwrap_or(0).min(6);
+    (shortest, -(s.len() as isize))
+}
+
+/// Concatenations of every pair, when the result stays small; strings
+/// past `MAX_LEN` are cut (a prefix of a required string is required).
+fn cross(a: &Set, b: &Set) -> Option<Set> {
+    if a.len() * b.len() > MAX_SET {
+        return None;
+    }
+    let mut out = Vec::with_capacity(a.len() * b.len());
+    for x in a {
+        for y in b {
+            let mut s = x.clone();
+            s.extend_from_slice(y);
+            if s.len() > MAX_LEN {
+                return None;
+            }
+            out.push(s);
+        }
+    }
+    dedup(out)
+}
+
+fn dedup(mut s: Set) -> Option<Set> {
+    s.sort();
+    s.dedup();
+    Some(s)
+}
+
+/// The bytes of a class of at most `max` members (after lowercasing).
+fn class_set(class: &Class, max: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    match class {
+        Class::Bytes(c) => {
+            for r in c.ranges() {
+                if (r.end() - r.start()) as usize >= max * 2 {
+                    return None;
+                }
+                out.extend((r.start()..=r.end()).map(|b| b.to_ascii_lowercase()));
+            }
+        }
+        Class::Unicode(c) => {
+            for r in c.ranges() {
+                let (s, e) = (r.start() as u32, r.end() as u32);
+                if e > 0x7f || e - s >= (max * 2) as u32 {
+                    return None;
+                }
+                out.extend((s..=e).map(|b| (b as u8).to_ascii_lowercase()));
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    (out.len() <= max).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(p: &str) -> Option<Vec<String>> {
+        required_literals(p).map(|s| {
+            s.into_iter()
+                .map(|x| String::from_utf8_lossy(&x).into_owned())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn literals_of_typical_rules() {
+        assert_eq!(
+            req(r"(?i)\bunion\b.{1,100}?\bselect\b"),
+            Some(vec!["select".into()])
+        );
+        assert_eq!(
+            req("(?i)(?:onerror|onload)="),
+            Some(vec!["onerror=".into(), "onload=".into()])
+        );
+        assert_eq!(req("abc|x"), Some(vec!["abc".into(), "x".into()]));
+        assert_eq!(req("[0-9]+").map(|s| s.len()), Some(10));
+        assert_eq!(req("[^a]"), None);
+        assert_eq!(
+            req("class\\.module\\.classLoader\\.resources|springframework"),
+            Some(vec![
+                "class.module.classloader".into(),
+                "springframework".into()
+            ])
+        );
+        assert_eq!(req("a?b?"), None);
+        assert_eq!(req("^$"), None);
+        assert_eq!(req(r"\.\./"), Some(vec!["../".into()]));
+        // A case-sensitive expression still yields lowercase literals.
+        assert_eq!(req("SELECT"), Some(vec!["select".into()]));
+    }
+
+    #[test]
+    fn every_match_contains_a_literal() {
+        // The guarantee the prefilter rests on, checked on sampled inputs.
+        let patterns = [
+            r"(?i)(?:union|select)\s+(?:all|distinct)?",
+            r"(?:<script|javascript:)",
+            r"(?i)\b(?:eval|exec)\s*\(",
+            r"(?:\.\./|\.\.\\)",
+            r"(?i)on(?:error|load|mouse\w+)\s*=",
+        ];
+        let inputs = [
+            "UNION all",
+            "select distinct",
+            "<script>",
+            "JaVaScRiPt:x",
+            "EVAL (",
+            "exec(1)",
+            "../a",
+            "..\\b",
+            "onerror =",
+            "ONMOUSEover=",
+            "nothing here",
+            "union",
+            "on=",
+        ];
+        for p in patterns {
+            let re = crate::operator::regex(p).unwrap();
+            let set = required_literals(p).expect(p);
+            for i in inputs {
+                if re.is_match(i.as_bytes()) {
+                    let lower = i.to_ascii_lowercase();
+                    assert!(
+                        set.iter()
+                            .any(|l| memchr::memmem::find(lower.as_bytes(), l).is_some()),
+                        "{p} matches {i:?} without any of its literals"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The literal prefilter: for every screened operator (regular
+//! expressions, `@pm` phrase lists, `@contains`…) a set of literals one of
+//! which any matching value contains. One pass over a value yields the
+//! rules that can match it; the others are skipped without running their
+//! operator. Sound by construction: a rule is skipped only when none of
+//! the literals its operator needs occurs in the value (compared without
+//! ASCII case).
+//!
+//! Single-byte literals (from character classes) are checked against the
+//! value's byte set, not searched for: they occur in most text, and an
+//! automaton reporting them would stop at nearly every byte. Longer
+//! literals are searched with one Aho-Corasick automaton.
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+/// Which bytes occur in a value (after ASCII lowercasing).
+pub type ByteSet = [u64; 4];
+
+#[derive(Debug, Default)]
+pub struct Prefilter {
+    automaton: Option<AhoCorasick>,
+    /// Literal id → the slots (rules) that need it.
+    slots_of: Vec<Vec<u32>>,
+    literals: Vec<Vec<u8>>,
+    /// Slots with single-byte literals, and those bytes.
+    byte_slots: Vec<(u32, ByteSet)>,
+    /// Every byte some slot accepts.
+    any_byte: ByteSet,
+    slots: u32,
+}
+
+/// The set of (lowercased) bytes in `hay`.
+pub fn byte_set(hay: &[u8]) -> ByteSet {
+    let mut s = [0u64; 4];
+    for &b in hay {
+        let b = b.to_ascii_lowercase();
+        s[(b >> 6) as usize] |= 1 << (b & 63);
+    }
+    s
+}
+
+fn intersects(a: &ByteSet, b: &ByteSet) -> bool {
+    (a[0] & b[0]) | (a[1] & b[1]) | (a[2] & b[2]) | (a[3] & b[3]) != 0
+}
+
+impl Prefilter {
+    /// Builds the prefilter; `needs[slot]` is the literal set of the rule
+    /// in that slot.
+    pub fn build(needs: &[Vec<Vec<u8>>]) -> Result<Prefilter, String> {
+        let mut ids: std::collections::HashMap<Vec<u8>, u32> = Default::default();
+        let mut literals: Vec<Vec<u8>> = Vec::new();
+        let mut slots_of: Vec<Vec<u32>> = Vec::new();
+        let mut byte_slots = Vec::new();
+        let mut any_byte = [0u64; 4];
+        for (slot, set) in needs.iter().enumerate() {
+            let mut bytes = [0u64; 4];
+            for lit in set {
+                let lower = lit.to_ascii_lowercase();
+                if let [b] = lower[..] {
+                    bytes[(b >> 6) as usize] |= 1 << (b & 63);
+                    continue;
+                }
+                let id = *ids.entry(lower.clone()).or_insert_with(|| {
+                    literals.push(lower);
+                    slots_of.push(Vec::new());
+                    (literals.len() - 1) as u32
+                });
+                slots_of[id as usize].push(slot as u32);
+            }
+            if bytes != [0; 4] {
+                for (a, b) in any_byte.iter_mut().zip(bytes) {
+                    *a |= b;
+                }
+                byte_slots.push((slot as u32, bytes));
+            }
+        }
+        let automaton = if literals.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::Standard)
+                    .build(&literals[..])
+                    .map_err(|e| e.to_string())?,
+            )
+        };
+        Ok(Prefilter {
+            automaton,
+            slots_of,
+            literals,
+            byte_slots,
+            any_byte,
+            slots: needs.len() as u32,
+        })
+    }
+
+    pub fn slots(&self) -> u32 {
+        self.slots
+    }
+
+    /// Literals the automaton searches for.
+    pub fn literals(&self) -> usize {
+        self.literals.len()
+    }
+
+    /// Bytes the automaton takes.
+    pub fn memory(&self) -> usize {
+        self.automaton.as_ref().map_or(0, |a| a.memory_usage())
+    }
+
+    /// The literals of a slot, for reports.
+    pub fn describe(&self, slot: u32) -> String {
+        let mut out: Vec<String> = Vec::new();
+        for (id, slots) in self.slots_of.iter().enumerate() {
+            if slots.contains(&slot) {
+                out.push(String::from_utf8_lossy(&self.literals[id]).into_owned());
+            }
+        }
+        if let Some((_, bytes)) = self.byte_slots.iter().find(|(s, _)| *s == slot) {
+            let n: u32 = bytes.iter().map(|w| w.count_ones()).sum();
+            out.push(format!("{n} bytes"));
+        }
+        let n = out.len();
+        out.truncate(8);
+        format!("{n}:{out:?}")
+    }
+
+    /// Words (of 64 slots) in one scan result.
+    pub fn words(&self) -> usize {
+        (self.slots as usize).div_ceil(64)
+    }
+
+    /// Scans `hay`: when some rule can match it, appends its candidate
+    /// slots to `out` ([`Prefilter::words`] words) and returns true; when
+    /// none can, leaves `out` as it was. `seen` is scratch space (one bit
+    /// per literal, left cleared), so a scan allocates nothing once the
+    /// buffers have grown.
+    pub fn scan_into(&self, hay: &[u8], out: &mut Vec<u64>, seen: &mut Vec<u64>) -> bool {
+        let start = out.len();
+        out.resize(start + self.words(), 0);
+        let bits = &mut out[start..];
+        let mut any = false;
+        let present = byte_set(hay);
+        if intersects(&present, &self.any_byte) {
+            for (slot, bytes) in &self.byte_slots {
+                if intersects(&present, bytes) {
+                    bits[*slot as usize / 64] |= 1u64 << (slot % 64);
+                    any = true;
+                }
+            }
+        }
+        if let Some(automaton) = self.automaton.as_ref().filter(|_| hay.len() >= 2) {
+            seen.resize(self.slots_of.len().div_ceil(64), 0);
+            let mut matched = false;
+            for m in automaton.find_overlapping_iter(hay) {
+                let id = m.pattern().as_usize();
+                let (w, b) = (id / 64, 1u64 << (id % 64));
+                if seen[w] & b != 0 {
+                    continue;
+                }
+                seen[w] |= b;
+                matched = true;
+                for &slot in &self.slots_of[id] {
+                    bits[slot as usize / 64] |= 1u64 << (slot % 64);
+                }
+                any = true;
+            }
+            if matched {
+                seen.fill(0);
+            }
+        }
+        if !any {
+            out.truncate(start);
+        }
+        any
+    }
+
+    /// The rules that can match `hay` (a scan into new buffers).
+    pub fn scan(&self, hay: &[u8]) -> Option<Vec<u64>> {
+        let mut out = Vec::new();
+        self.scan_into(hay, &mut out, &mut Vec::new())
+            .then_some(out)
+    }
+}
+
+/// Whether `slot` is set in a scan result.
+pub fn has(bits: &[u64], slot: u32) -> bool {
+    bits[slot as usize / 64] & (1u64 << (slot % 64)) != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_finds_the_rules_whose_literals_occur() {
+        let p = Prefilter::build(&[
+            vec![b"select".to_vec()],
+            vec![b"<script".to_vec(), b"javascript:".to_vec()],
+            vec![b"Select".to_vec()],
+            vec![b"<".to_vec(), b">".to_vec()],
+        ])
+        .unwrap();
+        assert_eq!(p.literals(), 3);
+        assert!(p.scan(b"hello world").is_none());
+        let bits = p.scan(b"x SELECT y").unwrap();
+        assert_eq!(bits.len(), p.words());
+        assert!(has(&bits, 0) && !has(&bits, 1) && has(&bits, 2) && !has(&bits, 3));
+        let bits = p.scan(b"JavaScript:alert(1)").unwrap();
+        assert!(!has(&bits, 0) && has(&bits, 1) && !has(&bits, 3));
+        let bits = p.scan(b"a>b").unwrap();
+        assert!(has(&bits, 3) && !has(&bits, 1));
+    }
+}

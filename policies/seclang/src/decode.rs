@@ -1,0 +1,731 @@
+//! The byte-level decoders behind the transformations, each following
+//! ModSecurity's implementation (invalid escapes are kept as written,
+//! numeric entities and `%u` escapes keep their lowest byte, full-width
+//! ASCII folds to ASCII). Pure functions: bytes in, bytes out.
+
+pub fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn is_hex(b: u8) -> bool {
+    hex_val(b).is_some()
+}
+
+/// Two hex digits as a byte (both must be hex).
+fn x2c(hi: u8, lo: u8) -> u8 {
+    (hex_val(hi).unwrap_or(0) << 4) | hex_val(lo).unwrap_or(0)
+}
+
+/// `%XX` (and with `uni`, IIS's `%uXXXX`) decoded, `+` as a space.
+pub fn url_decode(input: &[u8], uni: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        let b = input[i];
+        if b == b'%' {
+            if uni && matches!(input.get(i + 1), Some(b'u' | b'U')) {
+                if i + 5 < input.len() && input[i + 2..i + 6].iter().all(|&c| is_hex(c)) {
+                    let low = x2c(input[i + 4], input[i + 5]);
+                    let full_width =
+                        matches!(input[i + 2], b'f' | b'F') && matches!(input[i + 3], b'f' | b'F');
+                    out.push(if full_width && low > 0 && low < 0x5f {
+                        low + 0x20
+                    } else {
+                        low
+                    });
+                    i += 6;
+                } else {
+                    out.extend_from_slice(&input[i..i + 2]);
+                    i += 2;
+                }
+            } else if i + 2 < input.len() && is_hex(input[i + 1]) && is_hex(input[i + 2]) {
+                out.push(x2c(input[i + 1], input[i + 2]));
+                i += 3;
+            } else {
+                out.push(b'%');
+                i += 1;
+            }
+        } else {
+            out.push(if b == b'+' { b' ' } else { b });
+            i += 1;
+        }
+    }
+    out
+}
+
+/// RFC 3986 percent-decoding only (no `+`): how ModSecurity decodes the
+/// request line's path for `REQUEST_URI` and `REQUEST_FILENAME`.
+pub fn uri_decode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] == b'%' && i + 2 < input.len() && is_hex(input[i + 1]) && is_hex(input[i + 2]) {
+            out.push(x2c(input[i + 1], input[i + 2]));
+            i += 3;
+        } else {
+            out.push(input[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Numeric entities (decimal, hex) and `&quot; &amp; &lt; &gt; &nbsp;`.
+pub fn html_entity_decode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let n = input.len();
+    let mut i = 0;
+    while i < n {
+        if input[i] == b'&' && i + 1 < n {
+            let mut j = i + 1;
+            if input[j] == b'#' {
+                j += 1;
+                let hex = matches!(input.get(j), Some(b'x' | b'X'));
+                if hex {
+                    j += 1;
+                }
+                let start = j;
+                while j < n
+                    && (if hex {
+                        is_hex(input[j])
+                    } else {
+                        input[j].is_ascii_digit()
+                    })
+                {
+                    j += 1;
+                }
+                if j > start {
+                    let mut v: u32 = 0;
+                    for &d in &input[start..j] {
+                        let digit = hex_val(d).unwrap_or(0) as u32;
+                        v = v
+                            .wrapping_mul(if hex { 16 } else { 10 })
+                            .wrapping_add(digit);
+                    }
+                    out.push(v as u8);
+                    i = if input.get(j) == Some(&b';') {
+                        j + 1
+                    } else {
+                        j
+                    };
+                    continue;
+                }
+            } else {
+                let start = j;
+                while j < n && input[j].is_ascii_alphanumeric() {
+                    j += 1;
+                }
+                let name = input[start..j].to_ascii_lowercase();
+                let decoded = match name.as_slice() {
+                    b"quot" => Some(b'"'),
+                    b"amp" => Some(b'&'),
+                    b"lt" => Some(b'<'),
+                    b"gt" => Some(b'>'),
+                    b"nbsp" => Some(0xa0),
+                    _ => None,
+                };
+                if let Some(c) = decoded {
+                    out.push(c);
+                    i = if input.get(j) == Some(&b';') {
+                        j + 1
+                    } else {
+                        j
+                    };
+                    continue;
+                }
+            }
+        }
+        out.push(input[i]);
+        i += 1;
+    }
+    out
+}
+
+/// JavaScript escapes: `\uHHHH`, `\xHH`, octal, `\n`-style, `\C` → `C`.
+pub fn js_decode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let n = input.len();
+    let mut i = 0;
+    while i < n {
+        if input[i] != b'\\' {
+            out.push(input[i]);
+            i += 1;
+            continue;
+        }
+        if i + 5 < n && input[i + 1] == b'u' && input[i + 2..i + 6].iter().all(|&c| is_hex(c)) {
+            let low = x2c(input[i + 4], input[i + 5]);
+            let full_width =
+                matches!(input[i + 2], b'f' | b'F') && matches!(input[i + 3], b'f' | b'F');
+            out.push(if full_width && low > 0 && low < 0x5f {
+                low + 0x20
+            } else {
+                low
+            });
+            i += 6;
+        } else if i + 3 < n && input[i + 1] == b'x' && is_hex(input[i + 2]) && is_hex(input[i + 3])
+        {
+            out.push(x2c(input[i + 2], input[i + 3]));
+            i += 4;
+        } else if i + 1 < n && is_odigit(input[i + 1]) {
+            let mut j = 0;
+            while i + 1 + j < n && j < 3 && is_odigit(input[i + 1 + j]) {
+                j += 1;
+            }
+            if j == 3 && input[i + 1] > b'3' {
+                j = 2;
+            }
+            out.push(octal(&input[i + 1..i + 1 + j]));
+            i += 1 + j;
+        } else if i + 1 < n {
+            out.push(match input[i + 1] {
+                b'a' => 0x07,
+                b'b' => 0x08,
+                b'f' => 0x0c,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'v' => 0x0b,
+                c => c,
+            });
+            i += 2;
+        } else {
+            out.push(b'\\');
+            i += 1;
+        }
+    }
+    out
+}
+
+fn is_odigit(b: u8) -> bool {
+    (b'0'..=b'7').contains(&b)
+}
+
+fn octal(digits: &[u8]) -> u8 {
+    digits.iter().fold(0u32, |v, &d| v * 8 + (d - b'0') as u32) as u8
+}
+
+/// CSS escapes: `\` and 1–6 hex digits (the last two kept, full width
+/// folded), one following whitespace dropped; `\` + newline is nothing.
+pub fn css_decode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let n = input.len();
+    let mut i = 0;
+    while i < n {
+        if input[i] != b'\\' {
+            out.push(input[i]);
+            i += 1;
+            continue;
+        }
+        if i + 1 >= n {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let mut j = 0;
+        while j < 6 && i + j < n && is_hex(input[i + j]) {
+            j += 1;
+        }
+        if j > 0 {
+            let mut c = if j == 1 {
+                hex_val(input[i]).unwrap_or(0)
+            } else {
+                x2c(input[i + j - 2], input[i + j - 1])
+            };
+            let full_check = match j {
+                4 => true,
+                5 => input[i] == b'0',
+                6 => input[i] == b'0' && input[i + 1] == b'0',
+                _ => false,
+            };
+            if full_check
+                && c > 0
+                && c < 0x5f
+                && matches!(input[i + j - 3], b'f' | b'F')
+                && matches!(input[i + j - 4], b'f' | b'F')
+            {
+                c += 0x20;
+            }
+            out.push(c);
+            if i + j < n && is_space(input[i + j]) {
+                j += 1;
+            }
+            i += j;
+        } else if input[i] == b'\n' {
+            i += 1;
+        } else {
+            out.push(input[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// ANSI C escapes: `\n`-style, `\xHH`, octal; anything else loses its `\`.
+pub fn escape_seq_decode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let n = input.len();
+    let mut i = 0;
+    while i < n {
+        if input[i] != b'\\' || i + 1 >= n {
+            out.push(input[i]);
+            i += 1;
+            continue;
+        }
+        let simple = match input[i + 1] {
+            b'a' => Some(0x07),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            b'v' => Some(0x0b),
+            b'\\' => Some(b'\\'),
+            b'?' => Some(b'?'),
+            b'\'' => Some(b'\''),
+            b'"' => Some(b'"'),
+            _ => None,
+        };
+        if let Some(c) = simple {
+            out.push(c);
+            i += 2;
+        } else if matches!(input[i + 1], b'x' | b'X')
+            && i + 3 < n
+            && is_hex(input[i + 2])
+            && is_hex(input[i + 3])
+        {
+            out.push(x2c(input[i + 2], input[i + 3]));
+            i += 4;
+        } else if is_odigit(input[i + 1]) {
+            let mut j = 0;
+            while i + 1 + j < n && j < 3 && is_odigit(input[i + 1 + j]) {
+                j += 1;
+            }
+            out.push(octal(&input[i + 1..i + 1 + j]));
+            i += 1 + j;
+        } else {
+            out.push(input[i + 1]);
+            i += 2;
+        }
+    }
+    out
+}
+
+/// What a shell would see: quotes, `\` and `^` removed, separators as one
+/// space, no space before `/` or `(`, lowercase.
+pub fn cmd_line(input: &[u8]) -> Vec<u8> {
+    let mut out: Vec<u8> = Vec::with_capacity(input.len());
+    let mut space = false;
+    for &a in input {
+        match a {
+            b'"' | b'\'' | b'\\' | b'^' => {}
+            b' ' | b',' | b';' | b'\t' | b'\r' | b'\n' => {
+                if !space {
+                    out.push(b' ');
+                    space = true;
+                }
+            }
+            b'/' | b'(' => {
+                if space {
+                    out.pop();
+                }
+                space = false;
+                out.push(a);
+            }
+            _ => {
+                out.push(a.to_ascii_lowercase());
+                space = false;
+            }
+        }
+    }
+    out
+}
+
+/// Runs of whitespace (and non-breaking spaces) as one space.
+pub fn compress_whitespace(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut in_space = false;
+    for &b in input {
+        if is_space(b) || b == 0xa0 {
+            if !in_space {
+                out.push(b' ');
+                in_space = true;
+            }
+        } else {
+            out.push(b);
+            in_space = false;
+        }
+    }
+    out
+}
+
+/// C comments (`/* … */`) replaced by one space; an unclosed one too.
+pub fn replace_comments(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let n = input.len();
+    let (mut i, mut in_comment) = (0, false);
+    while i < n {
+        if !in_comment {
+            if input[i] == b'/' && i + 1 < n && input[i + 1] == b'*' {
+                in_comment = true;
+                i += 2;
+            } else {
+                out.push(input[i]);
+                i += 1;
+            }
+        } else if input[i] == b'*' && i + 1 < n && input[i + 1] == b'/' {
+            in_comment = false;
+            out.push(b' ');
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    if in_comment {
+        out.push(b' ');
+    }
+    out
+}
+
+/// C and HTML comments removed; `--` and `#` end the value.
+pub fn remove_comments(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let n = input.len();
+    let (mut i, mut in_comment) = (0, false);
+    while i < n {
+        if !in_comment {
+            if input[i..].starts_with(b"/*") {
+                in_comment = true;
+                i += 2;
+            } else if input[i..].starts_with(b"<!--") {
+                in_comment = true;
+                i += 4;
+            } else if input[i..].starts_with(b"--") || input[i] == b'#' {
+                break;
+            } else {
+                out.push(input[i]);
+                i += 1;
+            }
+        } else if input[i..].starts_with(b"*/") {
+            in_comment = false;
+            i += 2;
+        } else if input[i..].starts_with(b"-->") {
+            in_comment = false;
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    if in_comment {
+        out.push(b' ');
+    }
+    out
+}
+
+/// The comment characters themselves removed: `/*`, `*/`, `<!--`, `-->`,
+/// `--`, `#`.
+pub fn remove_comments_char(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        let rest = &input[i..];
+        let skip = if rest.starts_with(b"/*") || rest.starts_with(b"*/") {
+            2
+        } else if rest.starts_with(b"<!--") {
+            4
+        } else if rest.starts_with(b"-->") {
+            3
+        } else if rest.starts_with(b"--") {
+            2
+        } else if rest[0] == b'#' {
+            1
+        } else {
+            0
+        };
+        if skip == 0 {
+            out.push(rest[0]);
+            i += 1;
+        } else {
+            i += skip;
+        }
+    }
+    out
+}
+
+/// `.` and `..` segments resolved, repeated slashes collapsed (with `win`,
+/// `\` is a slash too); a relative path keeps the `..` it cannot resolve.
+pub fn normalize_path(input: &[u8], win: bool) -> Vec<u8> {
+    if input.is_empty() {
+        return Vec::new();
+    }
+    let src: Vec<u8> = if win {
+        input
+            .iter()
+            .map(|&b| if b == b'\\' { b'/' } else { b })
+            .collect()
+    } else {
+        input.to_vec()
+    };
+    let absolute = src[0] == b'/';
+    let trailing = src[src.len() - 1] == b'/';
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let mut leading_up = 0usize;
+    for seg in src.split(|&b| b == b'/') {
+        match seg {
+            b"" | b"." => {}
+            b".." => {
+                if parts.pop().is_none() && !absolute {
+                    leading_up += 1;
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    let mut out = Vec::with_capacity(src.len());
+    if absolute {
+        out.push(b'/');
+    }
+    for _ in 0..leading_up {
+        out.extend_from_slice(b"../");
+    }
+    for (k, p) in parts.iter().enumerate() {
+        if k > 0 {
+            out.push(b'/');
+        }
+        out.extend_from_slice(p);
+    }
+    if parts.is_empty() && leading_up > 0 {
+        out.pop();
+    }
+    if trailing && out.last() != Some(&b'/') && !out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// Multi-byte UTF-8 characters as `%uXXXX` (NUL bytes dropped, invalid
+/// bytes kept), as ModSecurity writes them.
+pub fn utf8_to_unicode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len() + 8);
+    let n = input.len();
+    let mut i = 0;
+    while i < n {
+        let c = input[i];
+        let cont = |k: usize| input.get(i + k).is_some_and(|b| b & 0xc0 == 0x80);
+        let (len, code) = if c & 0x80 == 0 {
+            (1, None)
+        } else if c & 0xe0 == 0xc0 && i + 1 < n && cont(1) {
+            (
+                2,
+                Some(((c as u32 & 0x1f) << 6) | (input[i + 1] as u32 & 0x3f)),
+            )
+        } else if c & 0xf0 == 0xe0 && i + 2 < n && cont(1) && cont(2) {
+            let d = ((c as u32 & 0x0f) << 12)
+                | ((input[i + 1] as u32 & 0x3f) << 6)
+                | (input[i + 2] as u32 & 0x3f);
+            (3, Some(d))
+        } else if c & 0xf8 == 0xf0 && i + 3 < n && cont(1) && cont(2) && cont(3) {
+            let d = ((c as u32 & 0x07) << 18)
+                | ((input[i + 1] as u32 & 0x3f) << 12)
+                | ((input[i + 2] as u32 & 0x3f) << 6)
+                | (input[i + 3] as u32 & 0x3f);
+            (4, Some(d))
+        } else {
+            (1, None)
+        };
+        match code {
+            None if c == 0 => {}
+            None => out.push(c),
+            Some(d) => {
+                out.extend_from_slice(format!("%u{d:04x}").as_bytes());
+                let overlong =
+                    (len == 2 && d < 0x80) || (len == 3 && d < 0x800) || (len == 4 && d < 0x10000);
+                if (0xd800..=0xdfff).contains(&d) || overlong {
+                    out.push(c);
+                }
+            }
+        }
+        i += len;
+    }
+    out
+}
+
+pub fn trim(input: &[u8], left: bool, right: bool) -> &[u8] {
+    let mut s = input;
+    if left {
+        while let [b, rest @ ..] = s {
+            if !is_space(*b) {
+                break;
+            }
+            s = rest;
+        }
+    }
+    if right {
+        while let [rest @ .., b] = s {
+            if !is_space(*b) {
+                break;
+            }
+            s = rest;
+        }
+    }
+    s
+}
+
+fn b64_value(b: u8) -> Option<u8> {
+    match b {
+        b'A'..=b'Z' => Some(b - b'A'),
+        b'a'..=b'z' => Some(b - b'a' + 26),
+        b'0'..=b'9' => Some(b - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    }
+}
+
+/// Base64, decoded up to the first character that is not base64 (with
+/// `lenient`, such characters are skipped instead); newlines are ignored.
+pub fn base64_decode(input: &[u8], lenient: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len() * 3 / 4);
+    let (mut acc, mut n) = (0u32, 0);
+    for &b in input {
+        if b == b'\r' || b == b'\n' {
+            continue;
+        }
+        let Some(v) = b64_value(b) else {
+            if lenient && b != b'=' {
+                continue;
+            }
+            break;
+        };
+        acc = (acc << 6) | v as u32;
+        n += 1;
+        if n == 4 {
+            out.extend_from_slice(&[(acc >> 16) as u8, (acc >> 8) as u8, acc as u8]);
+            acc = 0;
+            n = 0;
+        }
+    }
+    match n {
+        2 => out.push((acc >> 4) as u8),
+        3 => out.extend_from_slice(&[(acc >> 10) as u8, (acc >> 2) as u8]),
+        _ => {}
+    }
+    out
+}
+
+pub fn base64_encode(input: &[u8]) -> Vec<u8> {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::with_capacity(input.len().div_ceil(3) * 4);
+    for chunk in input.chunks(3) {
+        let v = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |v, (k, &b)| v | (b as u32) << (16 - 8 * k));
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ABC[((v >> (18 - 6 * k)) & 63) as usize]);
+            } else {
+                out.push(b'=');
+            }
+        }
+    }
+    out
+}
+
+pub fn hex_decode(input: &[u8]) -> Vec<u8> {
+    input
+        .chunks_exact(2)
+        .take_while(|p| is_hex(p[0]) && is_hex(p[1]))
+        .map(|p| x2c(p[0], p[1]))
+        .collect()
+}
+
+pub fn hex_encode(input: &[u8]) -> Vec<u8> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = Vec::with_capacity(input.len() * 2);
+    for &b in input {
+        out.push(HEX[(b >> 4) as usize]);
+        out.push(HEX[(b & 15) as usize]);
+    }
+    out
+}
+
+/// `0x4142…` sequences (as SQL writes strings in hex) decoded.
+pub fn sql_hex_decode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] == b'0'
+            && matches!(input.get(i + 1), Some(b'x' | b'X'))
+            && input.get(i + 2).is_some_and(|&b| is_hex(b))
+            && input.get(i + 3).is_some_and(|&b| is_hex(b))
+        {
+            i += 2;
+            while i + 1 < input.len() && is_hex(input[i]) && is_hex(input[i + 1]) {
+                out.push(x2c(input[i], input[i + 1]));
+                i += 2;
+            }
+        } else {
+            out.push(input[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+pub fn url_encode(input: &[u8]) -> Vec<u8> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = Vec::with_capacity(input.len());
+    for &b in input {
+        match b {
+            b' ' => out.push(b'+'),
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' => out.push(b),
+            _ => out.extend_from_slice(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_path_keeps_what_it_cannot_resolve() {
+        let n = |s: &str| String::from_utf8(normalize_path(s.as_bytes(), false)).unwrap();
+        assert_eq!(n("/"), "/");
+        assert_eq!(n("/a/b/"), "/a/b/");
+        assert_eq!(n("/../../etc/passwd"), "/etc/passwd");
+        assert_eq!(n("../../etc/passwd"), "../../etc/passwd");
+        assert_eq!(n("./a"), "a");
+        assert_eq!(n("a/.."), "");
+        assert_eq!(n("index.php"), "index.php");
+    }
+
+    #[test]
+    fn base64_round_trips_and_stops_at_junk() {
+        for s in ["", "a", "ab", "abc", "abcd", "hello world"] {
+            assert_eq!(
+                base64_decode(&base64_encode(s.as_bytes()), false),
+                s.as_bytes()
+            );
+        }
+        assert_eq!(base64_decode(b"aGk$aGk", false), b"hi");
+        assert_eq!(base64_decode(b"aG$Vs bG8=", true), b"hello");
+    }
+
+    #[test]
+    fn url_decode_keeps_invalid_escapes() {
+        assert_eq!(url_decode(b"%4", false), b"%4");
+        assert_eq!(url_decode(b"%u12", true), b"%u12");
+        assert_eq!(uri_decode(b"a+b%20"), b"a+b ");
+    }
+}

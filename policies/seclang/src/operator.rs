@@ -1,0 +1,331 @@
+//! Operators (`@rx`, `@pm`, `@detectSQLi`, …): parsed once, run on one
+//! transformed value at a time. Every regular expression is compiled by
+//! the `regex` crate (finite automata: linear in the input, no
+//! backtracking), byte-oriented like PCRE without UTF mode: `.` matches
+//! any byte and `(?i)` folds ASCII only.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use aho_corasick::AhoCorasick;
+use regex::bytes::Regex;
+
+use crate::model::Macro;
+
+/// An operator and whether it is negated (`!@rx`).
+#[derive(Debug, Clone)]
+pub struct Operator {
+    pub kind: OpKind,
+    pub negated: bool,
+    /// The operator's name as written (for reports).
+    pub name: &'static str,
+}
+
+/// A parameter: fixed text, or text with `%{…}` references.
+#[derive(Debug, Clone)]
+pub enum Param {
+    Lit(Vec<u8>),
+    Macro(Macro),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrOp {
+    Contains,
+    ContainsWord,
+    StrEq,
+    StrMatch,
+    BeginsWith,
+    EndsWith,
+    Within,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumOp {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+/// Phrases for `@pm`/`@pmFromFile`, matched without case.
+#[derive(Debug)]
+pub struct PhraseSet {
+    pub phrases: Vec<Vec<u8>>,
+    pub automaton: AhoCorasick,
+}
+
+#[derive(Debug, Clone)]
+pub enum OpKind {
+    Rx(Arc<Regex>),
+    /// A regular expression written with `%{…}`: compiled when it runs.
+    RxMacro(Macro),
+    Pm(Arc<PhraseSet>),
+    Str(StrOp, Param),
+    Num(NumOp, Param),
+    IpMatch(Arc<Vec<(IpAddr, u8)>>),
+    /// Matches when a byte is outside the allowed set.
+    ValidateByteRange(Arc<[bool; 256]>),
+    ValidateUrlEncoding,
+    ValidateUtf8Encoding,
+    DetectSqli,
+    DetectXss,
+    Unconditional,
+    NoMatch,
+}
+
+/// Compiles a regular expression the way every `@rx` is compiled.
+pub fn regex(pattern: &str) -> Result<Regex, String> {
+    regex::bytes::RegexBuilder::new(&byte_escapes(pattern))
+        .unicode(false)
+        .dot_matches_new_line(true)
+        .size_limit(64 << 20)
+        .dfa_size_limit(8 << 20)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// PCRE without UTF mode reads `\x{ff}` as the byte 0xff; the `regex`
+/// crate reads it as a code point, so the braces are dropped for values
+/// that fit a byte (`\xff`).
+fn byte_escapes(pattern: &str) -> std::borrow::Cow<'_, str> {
+    if !pattern.contains("\\x{") {
+        return std::borrow::Cow::Borrowed(pattern);
+    }
+    let b = pattern.as_bytes();
+    let mut out = String::with_capacity(pattern.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 1 < b.len() {
+            if b[i + 1] == b'x' && b.get(i + 2) == Some(&b'{') {
+                let close = pattern[i + 3..].find('}').map(|c| c + i + 3);
+                if let Some(c) = close {
+                    let hex = &pattern[i + 3..c];
+                    if let Ok(v) = u8::from_str_radix(hex, 16) {
+                        out.push_str(&format!("\\x{v:02x}"));
+                        i = c + 1;
+                        continue;
+                    }
+                }
+            }
+            out.push_str(&pattern[i..i + 2]);
+            i += 2;
+            continue;
+        }
+        let ch = pattern[i..].chars().next().unwrap_or('\0');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// What a match found: the capture groups (`TX.0`…`TX.9` with `capture`).
+#[derive(Debug, Default)]
+pub struct Found {
+    pub captures: Vec<Vec<u8>>,
+}
+
+impl PhraseSet {
+    pub fn new(phrases: Vec<Vec<u8>>) -> Result<PhraseSet, String> {
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(&phrases)
+            .map_err(|e| e.to_string())?;
+        Ok(PhraseSet { phrases, automaton })
+    }
+}
+
+/// Runs a non-regex string or number operator on `input` with the
+/// parameter's (expanded) value.
+pub fn string_op(op: StrOp, input: &[u8], param: &[u8]) -> bool {
+    match op {
+        StrOp::Contains | StrOp::StrMatch => memchr::memmem::find(input, param).is_some(),
+        StrOp::ContainsWord => contains_word(input, param),
+        StrOp::StrEq => input == param,
+        StrOp::BeginsWith => input.starts_with(param),
+        StrOp::EndsWith => input.ends_with(param),
+        StrOp::Within => input.is_empty() || memchr::memmem::find(param, input).is_some(),
+    }
+}
+
+fn contains_word(input: &[u8], word: &[u8]) -> bool {
+    if word.is_empty() {
+        return true;
+    }
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    memchr::memmem::find_iter(input, word).any(|at| {
+        let before = at.checked_sub(1).map(|i| input[i]);
+        let after = input.get(at + word.len()).copied();
+        !before.is_some_and(is_word) && !after.is_some_and(is_word)
+    })
+}
+
+/// C's `atoi`: leading whitespace, a sign, digits; anything else is 0.
+pub fn atoi(s: &[u8]) -> i64 {
+    let s = crate::decode::trim(s, true, false);
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut v: i64 = 0;
+    for &d in digits.iter().take_while(|d| d.is_ascii_digit()) {
+        v = v.saturating_mul(10).saturating_add((d - b'0') as i64);
+    }
+    if neg { -v } else { v }
+}
+
+pub fn number_op(op: NumOp, input: &[u8], param: &[u8]) -> bool {
+    let (a, b) = (atoi(input), atoi(param));
+    match op {
+        NumOp::Eq => a == b,
+        NumOp::Ne => a != b,
+        NumOp::Gt => a > b,
+        NumOp::Ge => a >= b,
+        NumOp::Lt => a < b,
+        NumOp::Le => a <= b,
+    }
+}
+
+/// `@validateUrlEncoding`: a `%` not followed by two hex digits.
+pub fn invalid_url_encoding(input: &[u8]) -> bool {
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] == b'%' {
+            match input.get(i + 1..i + 3) {
+                Some([a, b]) if a.is_ascii_hexdigit() && b.is_ascii_hexdigit() => i += 3,
+                _ => return true,
+            }
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
+/// The `@validateByteRange` parameter: `1-255`, `9,10,13,32-126`.
+pub fn byte_range(param: &str) -> Result<[bool; 256], String> {
+    let mut allowed = [false; 256];
+    for part in param.split([',', ' ']).filter(|p| !p.trim().is_empty()) {
+        let part = part.trim();
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let lo: u8 = lo.parse().map_err(|_| format!("bad byte range `{part}`"))?;
+        let hi: u8 = hi.parse().map_err(|_| format!("bad byte range `{part}`"))?;
+        if lo > hi {
+            return Err(format!("bad byte range `{part}`"));
+        }
+        for b in lo..=hi {
+            allowed[b as usize] = true;
+        }
+    }
+    Ok(allowed)
+}
+
+/// The `@ipMatch` parameter: addresses and CIDR blocks, comma-separated.
+pub fn ip_list(param: &str) -> Result<Vec<(IpAddr, u8)>, String> {
+    let mut out = Vec::new();
+    for part in param.split([',', ' ', '\n']).map(str::trim) {
+        if part.is_empty() || part.starts_with('#') {
+            continue;
+        }
+        let (addr, bits) = match part.split_once('/') {
+            Some((a, b)) => (a, Some(b)),
+            None => (part, None),
+        };
+        let ip: IpAddr = addr.parse().map_err(|_| format!("bad address `{part}`"))?;
+        let max = if ip.is_ipv4() { 32 } else { 128 };
+        let bits = match bits {
+            Some(b) => b
+                .parse::<u8>()
+                .ok()
+                .filter(|b| *b <= max)
+                .ok_or_else(|| format!("bad prefix `{part}`"))?,
+            None => max,
+        };
+        out.push((ip, bits));
+    }
+    Ok(out)
+}
+
+pub fn ip_matches(list: &[(IpAddr, u8)], input: &[u8]) -> bool {
+    let Some(ip) = std::str::from_utf8(input)
+        .ok()
+        .and_then(|s| s.trim().parse::<IpAddr>().ok())
+    else {
+        return false;
+    };
+    list.iter().any(|(net, bits)| match (net, ip) {
+        (IpAddr::V4(n), IpAddr::V4(a)) => prefix_eq(&n.octets(), &a.octets(), *bits),
+        (IpAddr::V6(n), IpAddr::V6(a)) => prefix_eq(&n.octets(), &a.octets(), *bits),
+        _ => false,
+    })
+}
+
+fn prefix_eq(a: &[u8], b: &[u8], bits: u8) -> bool {
+    let bits = bits as usize;
+    let (whole, rest) = (bits / 8, bits % 8);
+    if a[..whole] != b[..whole] {
+        return false;
+    }
+    rest == 0 || (a[whole] ^ b[whole]) >> (8 - rest) == 0
+}
+
+/// libinjection's SQL injection verdict and fingerprint.
+pub fn detect_sqli(input: &[u8]) -> Option<Vec<u8>> {
+    let found = libinjectionrs::detect_sqli(input);
+    if !found.is_injection() {
+        return None;
+    }
+    Some(
+        found
+            .fingerprint
+            .map(|f| f.to_string().into_bytes())
+            .unwrap_or_default(),
+    )
+}
+
+pub fn detect_xss(input: &[u8]) -> bool {
+    libinjectionrs::detect_xss(input).is_injection()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_and_number_operators() {
+        assert!(string_op(StrOp::Within, b"GET", b"GET HEAD POST"));
+        assert!(!string_op(StrOp::Within, b"PUT", b"GET HEAD POST"));
+        assert!(string_op(StrOp::ContainsWord, b"a select b", b"select"));
+        assert!(!string_op(StrOp::ContainsWord, b"selected", b"select"));
+        assert!(number_op(NumOp::Ge, b"10", b" 5"));
+        assert!(number_op(NumOp::Eq, b"abc", b"0"));
+        assert_eq!(atoi(b"-12x"), -12);
+    }
+
+    #[test]
+    fn ranges_and_addresses() {
+        let r = byte_range("1-255").unwrap();
+        assert!(!r[0] && r[1] && r[255]);
+        let r = byte_range("9,10,13,32-126").unwrap();
+        assert!(r[9] && !r[11] && r[126] && !r[127]);
+        let list = ip_list("127.0.0.1,10.0.0.0/8, ::1").unwrap();
+        assert!(ip_matches(&list, b"10.2.3.4"));
+        assert!(ip_matches(&list, b"::1"));
+        assert!(!ip_matches(&list, b"11.0.0.1"));
+        assert!(invalid_url_encoding(b"a%2"));
+        assert!(!invalid_url_encoding(b"a%20b"));
+    }
+
+    #[test]
+    fn regexes_match_bytes_like_pcre() {
+        let re = regex(r"(?i)a.b").unwrap();
+        assert!(re.is_match(b"A\nB"));
+        assert!(regex(r"\xff").unwrap().is_match(&[0xff]));
+        assert!(re.is_match(&[b'a', 0xff, b'b']));
+    }
+}

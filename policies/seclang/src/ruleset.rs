@@ -1,0 +1,220 @@
+//! A compiled rule set: the rules of each phase in order, the engine
+//! configuration its directives set, the interned transformation chains
+//! and the literal prefilter. Immutable once built; every transaction
+//! reads it and none changes it.
+
+use std::collections::HashMap;
+
+use crate::compile::prefilter::Prefilter;
+use crate::error::Location;
+use crate::model::{AllowScope, Ctl, Disruptive, EngineMode, Exclusion, Macro, SetVar, Target};
+use crate::operator::Operator;
+use crate::transform::{M_ALWAYS, Mask, Transform};
+use crate::vars::Var;
+
+/// Index of a rule in [`RuleSet::rules`].
+pub type RuleIdx = u32;
+
+/// Index of an interned transformation chain.
+pub type ChainId = u32;
+
+/// One compiled rule or chain link.
+#[derive(Debug)]
+pub struct Rule {
+    /// The chain starter's id (links carry their starter's).
+    pub id: u32,
+    pub phase: u8,
+    pub at: Location,
+    pub targets: Vec<Target>,
+    pub exclusions: Vec<Exclusion>,
+    pub op: Operator,
+    pub chain: ChainId,
+    pub multi_match: bool,
+    pub capture: bool,
+    pub setvars: Vec<SetVar>,
+    pub ctls: Vec<Ctl>,
+    pub initcols: Vec<(Var, Macro)>,
+    pub setenvs: Vec<(String, Macro)>,
+    /// Resolved (`block` became the phase's default); links have none.
+    pub disruptive: Option<Disruptive>,
+    pub status: Option<u16>,
+    pub redirect: Option<Macro>,
+    pub skip: u32,
+    pub skip_after: Option<String>,
+    pub msg: Option<Macro>,
+    pub logdata: Option<Macro>,
+    pub tags: Vec<String>,
+    pub severity: Option<u8>,
+    pub ver: Option<String>,
+    pub log: bool,
+    pub auditlog: bool,
+    /// The next link of the chain.
+    pub next: Option<RuleIdx>,
+    /// Whether this is a chain link (not a starter).
+    pub link: bool,
+    /// The rule's slot in the prefilter, when its operator can only match
+    /// a value that contains one of a few literals.
+    pub prefilter: Option<u32>,
+}
+
+/// One entry of a phase's rule list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Rule(RuleIdx),
+    Marker(String),
+}
+
+/// What happens when a request body is past `SecRequestBodyLimit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitAction {
+    Reject,
+    ProcessPartial,
+}
+
+/// The engine configuration the directives set (per rule set).
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub engine: EngineMode,
+    pub request_body_access: bool,
+    pub response_body_access: bool,
+    pub request_body_limit: u64,
+    pub request_body_no_files_limit: u64,
+    pub request_body_limit_action: LimitAction,
+    pub response_body_limit: u64,
+    pub response_body_limit_action: LimitAction,
+    pub response_mime_types: Vec<String>,
+    pub argument_separator: u8,
+    /// `SecArgumentsLimit`: arguments past it are not added.
+    pub arguments_limit: usize,
+    /// `SecRequestBodyJsonDepthLimit`.
+    pub json_depth_limit: usize,
+    pub component_signature: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            engine: EngineMode::On,
+            request_body_access: false,
+            response_body_access: false,
+            request_body_limit: 13_107_200,
+            request_body_no_files_limit: 1_048_576,
+            request_body_limit_action: LimitAction::Reject,
+            response_body_limit: 524_288,
+            response_body_limit_action: LimitAction::ProcessPartial,
+            response_mime_types: vec!["text/plain".into(), "text/html".into()],
+            argument_separator: b'&',
+            arguments_limit: 1000,
+            json_depth_limit: 512,
+            component_signature: Vec::new(),
+        }
+    }
+}
+
+/// An interned transformation chain and the bytes that can change it.
+#[derive(Debug, Clone)]
+pub struct ChainDef {
+    pub steps: Vec<Transform>,
+    /// Union of the steps' trigger masks.
+    pub triggers: Mask,
+    /// The chain without its last step (for sharing prefixes).
+    pub parent: Option<ChainId>,
+}
+
+impl ChainDef {
+    /// Whether the chain leaves a value with byte classes `mask` as it is.
+    pub fn is_identity_for(&self, mask: Mask) -> bool {
+        self.triggers & M_ALWAYS == 0 && self.triggers & mask == 0
+    }
+}
+
+/// A compiled, immutable rule set.
+#[derive(Debug)]
+pub struct RuleSet {
+    pub(crate) rules: Vec<Rule>,
+    /// Phases 1–5 at indexes 1–5.
+    pub(crate) phases: [Vec<Step>; 6],
+    /// Per phase: a marker's name → the positions right after it.
+    pub(crate) markers: [HashMap<String, Vec<usize>>; 6],
+    pub(crate) config: Config,
+    pub(crate) chains: Vec<ChainDef>,
+    pub(crate) prefilter: Prefilter,
+    pub(crate) by_id: HashMap<u32, RuleIdx>,
+    pub(crate) notices: Vec<String>,
+}
+
+impl RuleSet {
+    /// The number of rules (chain starters), as ModSecurity counts them.
+    pub fn rule_count(&self) -> usize {
+        self.rules.iter().filter(|r| !r.link).count()
+    }
+
+    /// Directives that loaded but change nothing here (logging paths the
+    /// host owns, memory limits of a buffering model Wharf does not
+    /// use), each with its `file:line` and why.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The engine configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The rule with `id` (its chain starter).
+    pub fn rule(&self, id: u32) -> Option<&Rule> {
+        self.by_id.get(&id).map(|&i| &self.rules[i as usize])
+    }
+
+    /// How many rules' operators the literal prefilter screens, of all.
+    pub fn prefiltered(&self) -> (usize, usize) {
+        let n = self.rules.iter().filter(|r| r.prefilter.is_some()).count();
+        (n, self.rules.len())
+    }
+
+    /// One line per rule: its id, operator, and the literals that screen
+    /// it (or why none do).
+    pub fn describe_prefilter(&self) -> Vec<String> {
+        let head = format!(
+            "prefilter: {} literals, {} bytes",
+            self.prefilter.literals(),
+            self.prefilter.memory(),
+        );
+        std::iter::once(head)
+            .chain(self.rules.iter().map(|r| {
+                let lits = r
+                    .prefilter
+                    .map(|s| self.prefilter.describe(s))
+                    .unwrap_or_else(|| "-".into());
+                let targets: Vec<String> =
+                    r.targets.iter().map(|t| t.var.name().to_string()).collect();
+                let pattern = match &r.op.kind {
+                    crate::operator::OpKind::Rx(re) => re.as_str().chars().take(80).collect(),
+                    _ => String::new(),
+                };
+                format!(
+                    "{} {}{} [{}] {} :: {}",
+                    r.id,
+                    if r.op.negated { "!" } else { "" },
+                    r.op.name,
+                    targets.join("|"),
+                    lits,
+                    pattern
+                )
+            }))
+            .collect()
+    }
+
+    pub(crate) fn rule_at(&self, idx: RuleIdx) -> &Rule {
+        &self.rules[idx as usize]
+    }
+}
+
+/// Whether an `allow` stops a later phase.
+pub fn allow_covers(scope: AllowScope, allowed_in: u8, phase: u8) -> bool {
+    match scope {
+        AllowScope::All => phase > allowed_in && phase != 5,
+        AllowScope::Phase => false,
+        AllowScope::Request => phase > allowed_in && phase <= 2,
+    }
+}

@@ -1,0 +1,630 @@
+//! Running a phase with ModSecurity v3's semantics: rules in order, each
+//! target's values transformed and tested; on every matching value the
+//! match variables are set, `capture` fills `TX.0`–`TX.9` and the link's
+//! `setvar`s run; a chain matches when every link does, and only then are
+//! its other actions run and the rule recorded, its disruptive action
+//! applied, `skip`/`skipAfter` followed.
+//!
+//! What makes it fast: a whole collection read through one
+//! transformation chain is transformed and scanned by the literal
+//! prefilter once per phase (`group`), and shared by every rule reading
+//! it; a rule then tests only the values that hold one of its literals.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::values::{Data, Key, Val};
+use super::{Intervention, Limit, MatchedRule, TargetOwner, Transaction};
+use crate::compile::prefilter::has;
+use crate::model::{Ctl, Disruptive, EngineMode, Macro, Selector, SetOp, SetVar, Target};
+use crate::operator::{self, OpKind, Param};
+use crate::ruleset::{ChainId, Rule, RuleIdx, RuleSet, Step, allow_covers};
+use crate::transform::{M_ALWAYS, Mask};
+use crate::tx::store::Str;
+use crate::vars::Var;
+
+/// A value of a collection that holds one of the prefilter's literals
+/// after a chain's transformations.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hot {
+    pub index: u32,
+    pub tv: Str,
+    pub bits: u32,
+}
+
+/// How many rules run between two looks at the clock.
+const CLOCK_EVERY: u32 = 16;
+
+impl Transaction {
+    pub(crate) fn run_phase(&mut self, phase: u8) {
+        if self.engine == EngineMode::Off {
+            return;
+        }
+        if let Some((scope, at)) = self.allowed
+            && allow_covers(scope, at, phase)
+        {
+            return;
+        }
+        let started = Instant::now();
+        self.groups.clear();
+        let rules = self.rules.clone();
+        let steps = &rules.phases[phase as usize];
+        let (mut i, mut n) = (0usize, 0u32);
+        while i < steps.len() {
+            let Step::Rule(idx) = steps[i] else {
+                i += 1;
+                continue;
+            };
+            n += 1;
+            if n % CLOCK_EVERY == 0 && self.spent + started.elapsed() > self.limits.time {
+                self.spent += started.elapsed();
+                self.limit_reached(Limit::Time, phase);
+                return;
+            }
+            let r = rules.rule_at(idx);
+            if self.rule_removed(r) {
+                i += 1;
+                continue;
+            }
+            self.matched_vars.clear();
+            #[cfg(feature = "profile")]
+            let timer = crate::profile::Timer::start(r.id);
+            let hit = self.eval_chain(&rules, idx);
+            #[cfg(feature = "profile")]
+            timer.stop();
+            if hit {
+                self.current_rule = idx;
+                self.record(r, phase);
+                if self.intervention.is_some() || self.allowed.is_some() {
+                    break;
+                }
+                if let Some(m) = &r.skip_after {
+                    i = rules.markers[phase as usize]
+                        .get(m)
+                        .and_then(|ps| ps.iter().copied().find(|&p| p > i))
+                        .unwrap_or(steps.len());
+                    continue;
+                }
+                if r.skip > 0 {
+                    let mut left = r.skip;
+                    i += 1;
+                    while i < steps.len() && left > 0 {
+                        if matches!(steps[i], Step::Rule(_)) {
+                            left -= 1;
+                        }
+                        i += 1;
+                    }
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        self.spent += started.elapsed();
+    }
+
+    /// Evaluates a rule and the rest of its chain.
+    fn eval_chain(&mut self, rules: &RuleSet, idx: RuleIdx) -> bool {
+        let r = rules.rule_at(idx);
+        self.current_rule = idx;
+        let matched = if r.targets.is_empty() {
+            self.on_match(r, None, Vec::new());
+            true
+        } else {
+            self.match_targets(rules, r)
+        };
+        if !matched {
+            return false;
+        }
+        if let Some(next) = r.next {
+            if !self.eval_chain(rules, next) {
+                return false;
+            }
+            self.current_rule = idx;
+        }
+        self.after_full_match(r);
+        true
+    }
+
+    fn match_targets(&mut self, rules: &RuleSet, r: &Rule) -> bool {
+        let mut any = false;
+        let mut vals = Vec::new();
+        for t in &r.targets {
+            if self.can_group(r, t) {
+                any |= self.match_group(rules, r, t);
+                continue;
+            }
+            vals.clear();
+            self.values(r, t, &mut vals);
+            for v in vals.drain(..) {
+                any |= self.match_value(rules, r, v);
+            }
+        }
+        any
+    }
+
+    fn can_group(&self, r: &Rule, t: &Target) -> bool {
+        r.prefilter.is_some()
+            && !t.count
+            && !r.multi_match
+            && !matches!(t.selector, Selector::Key(_))
+            && self.view(t.var, &t.selector).is_some()
+    }
+
+    /// Tests the values of a whole collection that the prefilter left.
+    fn match_group(&mut self, rules: &RuleSet, r: &Rule, t: &Target) -> bool {
+        let slot = r.prefilter.unwrap_or(0);
+        let hot = self.group(rules, t.var, &t.selector, r.chain);
+        let mut any = false;
+        for h in hot.iter() {
+            if !has(self.bits(rules, h.bits), slot) {
+                continue;
+            }
+            let (entry, xml) = {
+                let view = self.view(t.var, &t.selector).expect("grouped variable");
+                (*view.get(h.index as usize), t.var == Var::Xml)
+            };
+            let key = self.arena.get(entry.key);
+            if !t.selector.selects(key) || self.excluded(r, t.var, key) {
+                continue;
+            }
+            if let Some(caps) = self.test(r, self.arena.get(h.tv)) {
+                let key = if xml {
+                    Key::Static(if matches!(t.selector, Selector::XmlAttributes) {
+                        "//@*"
+                    } else {
+                        "/*"
+                    })
+                } else {
+                    Key::Arena(entry.key)
+                };
+                let name = self.name_of(t.var, &key);
+                let value = self.arena.get(h.tv).to_vec();
+                self.on_match(r, Some((name, value)), caps);
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// The transformed values of a collection that can match some
+    /// prefiltered rule, computed once per phase.
+    fn group(
+        &mut self,
+        rules: &RuleSet,
+        var: Var,
+        sel: &Selector,
+        chain: ChainId,
+    ) -> Arc<Vec<Hot>> {
+        let kind = u8::from(matches!(sel, Selector::XmlAttributes));
+        if let Some(g) = self.groups.get(&(var, kind, chain)) {
+            return g.clone();
+        }
+        let items: Vec<(Str, Mask)> = {
+            let view = self.view(var, sel).expect("grouped variable");
+            view.iter()
+                .map(|e| {
+                    if view.names {
+                        (e.key, e.kmask)
+                    } else {
+                        (e.value, e.vmask)
+                    }
+                })
+                .collect()
+        };
+        let mut hot = Vec::new();
+        for (i, (data, mask)) in items.into_iter().enumerate() {
+            let tv = self.transformed(rules, data, mask, chain);
+            if let Some(bits) = self.scan(rules, tv) {
+                hot.push(Hot {
+                    index: i as u32,
+                    tv,
+                    bits,
+                });
+            }
+        }
+        let g = Arc::new(hot);
+        self.groups.insert((var, kind, chain), g.clone());
+        g
+    }
+
+    /// The prefilter's verdict on an arena value, cached: the index of its
+    /// result (see [`Transaction::bits`]), or `None` when no rule can
+    /// match it.
+    fn scan(&mut self, rules: &RuleSet, s: Str) -> Option<u32> {
+        if let Some(&b) = self.scanned.get(&s) {
+            return b;
+        }
+        let words = rules.prefilter.words().max(1);
+        let found = rules
+            .prefilter
+            .scan_into(self.arena.get(s), &mut self.pool, &mut self.seen)
+            .then(|| (self.pool.len() / words - 1) as u32);
+        self.scanned.insert(s, found);
+        found
+    }
+
+    /// A scan result's candidate slots.
+    fn bits(&self, rules: &RuleSet, at: u32) -> &[u64] {
+        let words = rules.prefilter.words();
+        &self.pool[at as usize * words..(at as usize + 1) * words]
+    }
+
+    /// An arena value through a transformation chain, cached; values the
+    /// chain cannot change are returned as they are.
+    fn transformed(&mut self, rules: &RuleSet, data: Str, mask: Mask, chain: ChainId) -> Str {
+        let def = &rules.chains[chain as usize];
+        if def.is_identity_for(mask) {
+            return data;
+        }
+        if let Some(&s) = self.transformed.get(&(data, chain)) {
+            return s;
+        }
+        let parent = match def.parent {
+            Some(p) => self.transformed(rules, data, mask, p),
+            None => data,
+        };
+        let step = *def.steps.last().expect("a chain with a parent has steps");
+        let triggers = step.triggers();
+        let out = if parent == data && triggers & M_ALWAYS == 0 && triggers & mask == 0 {
+            data
+        } else {
+            match step.apply(self.arena.get(parent)) {
+                None => parent,
+                Some(v) => self.arena.push(&v),
+            }
+        };
+        self.transformed.insert((data, chain), out);
+        out
+    }
+
+    /// Tests one value of a target.
+    fn match_value(&mut self, rules: &RuleSet, r: &Rule, v: Val) -> bool {
+        if r.multi_match {
+            return self.match_multi(rules, r, v);
+        }
+        match v.data {
+            Data::Arena(s, mask) => {
+                let tv = self.transformed(rules, s, mask, r.chain);
+                if let Some(slot) = r.prefilter
+                    && !self
+                        .scan(rules, tv)
+                        .is_some_and(|b| has(self.bits(rules, b), slot))
+                {
+                    return false;
+                }
+                let Some(caps) = self.test(r, self.arena.get(tv)) else {
+                    return false;
+                };
+                let name = self.name_of(v.var, &v.key);
+                let value = self.arena.get(tv).to_vec();
+                self.on_match(r, Some((name, value)), caps);
+                true
+            }
+            Data::Owned(b) => {
+                let input = transform_owned(rules, r.chain, b);
+                let Some(caps) = self.test(r, &input) else {
+                    return false;
+                };
+                let name = self.name_of(v.var, &v.key);
+                self.on_match(r, Some((name, input)), caps);
+                true
+            }
+        }
+    }
+
+    /// `multiMatch`: the operator runs on the value before and after every
+    /// transformation that changed it.
+    fn match_multi(&mut self, rules: &RuleSet, r: &Rule, v: Val) -> bool {
+        let mut any = false;
+        match v.data {
+            Data::Arena(s, mask) => {
+                let mut prefixes = Vec::new();
+                let mut c = Some(r.chain);
+                while let Some(id) = c.filter(|&id| id != 0) {
+                    prefixes.push(id);
+                    c = rules.chains[id as usize].parent;
+                }
+                let mut stages = vec![s];
+                for &p in prefixes.iter().rev() {
+                    let t = self.transformed(rules, s, mask, p);
+                    if stages.last() != Some(&t)
+                        && self.arena.get(t) != self.arena.get(*stages.last().unwrap_or(&s))
+                    {
+                        stages.push(t);
+                    }
+                }
+                for stage in stages {
+                    if let Some(slot) = r.prefilter
+                        && !self
+                            .scan(rules, stage)
+                            .is_some_and(|b| has(self.bits(rules, b), slot))
+                    {
+                        continue;
+                    }
+                    if let Some(caps) = self.test(r, self.arena.get(stage)) {
+                        let name = self.name_of(v.var, &v.key);
+                        let value = self.arena.get(stage).to_vec();
+                        self.on_match(r, Some((name, value)), caps);
+                        any = true;
+                    }
+                }
+            }
+            Data::Owned(b) => {
+                let mut cur = b;
+                let mut stages = vec![cur.clone()];
+                for step in &rules.chains[r.chain as usize].steps {
+                    if let Some(next) = step.apply(&cur) {
+                        cur = next;
+                        stages.push(cur.clone());
+                    }
+                }
+                for stage in stages {
+                    if let Some(caps) = self.test(r, &stage) {
+                        let name = self.name_of(v.var, &v.key);
+                        self.on_match(r, Some((name, stage)), caps);
+                        any = true;
+                    }
+                }
+            }
+        }
+        any
+    }
+
+    /// Runs rule `r`'s operator on `input`: `Some(captures)` when it
+    /// matches (after negation).
+    pub(crate) fn test(&self, r: &Rule, input: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let mut caps = Vec::new();
+        let hit = match &r.op.kind {
+            OpKind::Rx(re) => regex_test(re, input, r.capture, &mut caps),
+            OpKind::RxMacro(m) => match operator::regex(&self.expand_text(m)) {
+                Ok(re) => regex_test(&re, input, r.capture, &mut caps),
+                Err(_) => false,
+            },
+            OpKind::Pm(set) => match set.automaton.find(input) {
+                Some(m) => {
+                    if r.capture {
+                        caps.push(input[m.range()].to_vec());
+                    }
+                    true
+                }
+                None => false,
+            },
+            OpKind::Str(op, p) => operator::string_op(*op, input, &self.param(p)),
+            OpKind::Num(op, p) => operator::number_op(*op, input, &self.param(p)),
+            OpKind::IpMatch(list) => operator::ip_matches(list, input),
+            OpKind::ValidateByteRange(allowed) => input.iter().any(|&b| !allowed[b as usize]),
+            OpKind::ValidateUrlEncoding => operator::invalid_url_encoding(input),
+            OpKind::ValidateUtf8Encoding => std::str::from_utf8(input).is_err(),
+            OpKind::DetectSqli => match operator::detect_sqli(input) {
+                Some(fingerprint) => {
+                    caps.push(fingerprint);
+                    true
+                }
+                None => false,
+            },
+            OpKind::DetectXss => operator::detect_xss(input),
+            OpKind::Unconditional => true,
+            OpKind::NoMatch => false,
+        };
+        if r.op.negated {
+            (!hit).then(Vec::new)
+        } else {
+            hit.then_some(caps)
+        }
+    }
+
+    fn param<'a>(&self, p: &'a Param) -> Cow<'a, [u8]> {
+        match p {
+            Param::Lit(b) => Cow::Borrowed(b),
+            Param::Macro(m) => Cow::Owned(self.expand(m)),
+        }
+    }
+
+    /// A value matched: match variables, captures, the link's `setvar`s.
+    fn on_match(&mut self, r: &Rule, hit: Option<(String, Vec<u8>)>, caps: Vec<Vec<u8>>) {
+        if let Some((name, value)) = hit {
+            self.matched_vars.push((name.clone(), value.clone()));
+            self.matched_var = value;
+            self.matched_var_name = name;
+        }
+        if r.capture && !caps.is_empty() {
+            let tx = self.vars.entry(Var::Tx).or_default();
+            for (i, c) in caps.into_iter().enumerate() {
+                tx.set(i.to_string().as_bytes(), c);
+            }
+        }
+        for sv in &r.setvars {
+            self.setvar(sv);
+        }
+    }
+
+    fn setvar(&mut self, sv: &SetVar) {
+        let key = self.expand(&sv.key);
+        let value = match &sv.op {
+            SetOp::Delete => {
+                if let Some(c) = self.vars.get_mut(&sv.collection) {
+                    c.remove(&key);
+                }
+                return;
+            }
+            SetOp::Set(m) => self.expand(m),
+            SetOp::Add(m) | SetOp::Sub(m) => {
+                let delta = operator::atoi(&self.expand(m));
+                let cur = self
+                    .vars
+                    .get(&sv.collection)
+                    .and_then(|c| c.get(&key))
+                    .map(operator::atoi)
+                    .unwrap_or(0);
+                let n = if matches!(sv.op, SetOp::Add(_)) {
+                    cur.saturating_add(delta)
+                } else {
+                    cur.saturating_sub(delta)
+                };
+                n.to_string().into_bytes()
+            }
+        };
+        self.vars.entry(sv.collection).or_default().set(&key, value);
+    }
+
+    /// The actions a link runs once its whole chain matched.
+    fn after_full_match(&mut self, r: &Rule) {
+        for c in &r.ctls {
+            self.ctl(c);
+        }
+        for (var, _) in &r.initcols {
+            self.vars.entry(*var).or_default();
+        }
+        for (name, value) in &r.setenvs {
+            let v = self.expand(value);
+            self.env.set(name.as_bytes(), v);
+        }
+    }
+
+    fn ctl(&mut self, c: &Ctl) {
+        match c {
+            Ctl::RuleRemoveById(ids) => self.removed_ids.push(ids.clone()),
+            Ctl::RuleRemoveByTag(t) => self.removed_tags.push(t.clone()),
+            Ctl::RuleRemoveByMsg(m) => self.removed_msgs.push(m.clone()),
+            Ctl::RuleRemoveTargetById(ids, x) => self
+                .removed_targets
+                .push((TargetOwner::Ids(ids.clone()), x.clone())),
+            Ctl::RuleRemoveTargetByTag(t, x) => self
+                .removed_targets
+                .push((TargetOwner::Tag(t.clone()), x.clone())),
+            Ctl::RuleRemoveTargetByMsg(m, x) => self
+                .removed_targets
+                .push((TargetOwner::Msg(m.clone()), x.clone())),
+            Ctl::RuleEngine(m) => self.engine = *m,
+            Ctl::RequestBodyAccess(b) => self.request_body_access = *b,
+            Ctl::ResponseBodyAccess(b) => self.response_body_access = *b,
+            Ctl::RequestBodyProcessor(p) => self.processor = Some(*p),
+            Ctl::ForceRequestBodyVariable(b) => self.force_body_variable = *b,
+            Ctl::RequestBodyLimit(n) => {
+                self.limits.body_bytes = self.limits.body_bytes.min(*n as usize)
+            }
+            Ctl::ResponseBodyLimit(n) => {
+                self.limits.response_bytes = self.limits.response_bytes.min(*n as usize)
+            }
+            Ctl::Logging(s) => self.logging_notes.push(s.clone()),
+        }
+    }
+
+    fn rule_removed(&self, r: &Rule) -> bool {
+        self.removed_ids.iter().any(|ids| ids.contains(r.id))
+            || r.tags.iter().any(|t| self.removed_tags.contains(t))
+            || (!self.removed_msgs.is_empty()
+                && r.msg
+                    .as_ref()
+                    .and_then(Macro::as_literal)
+                    .is_some_and(|m| self.removed_msgs.iter().any(|x| x == m)))
+    }
+
+    /// Whether a `ctl:ruleRemoveTarget…` naming `owner` applies to `r`.
+    pub(crate) fn owns(&self, owner: &TargetOwner, r: &Rule) -> bool {
+        match owner {
+            TargetOwner::Ids(ids) => ids.contains(r.id),
+            TargetOwner::Tag(t) => self.rules.rule(r.id).is_some_and(|s| s.tags.contains(t)),
+            TargetOwner::Msg(m) => {
+                self.rules
+                    .rule(r.id)
+                    .and_then(|s| s.msg.as_ref())
+                    .and_then(Macro::as_literal)
+                    == Some(m.as_str())
+            }
+        }
+    }
+
+    /// Records a chain that matched and applies its disruptive action.
+    fn record(&mut self, r: &Rule, phase: u8) {
+        if let Some(s) = r.severity {
+            self.highest_severity = self.highest_severity.min(s);
+        }
+        let (msg, logdata, tags) = if r.log {
+            (
+                r.msg
+                    .as_ref()
+                    .map(|m| self.expand_text(m))
+                    .unwrap_or_default(),
+                r.logdata
+                    .as_ref()
+                    .map(|m| self.expand_text(m))
+                    .unwrap_or_default(),
+                r.tags.clone(),
+            )
+        } else {
+            Default::default()
+        };
+        self.matched.push(MatchedRule {
+            id: r.id,
+            phase,
+            msg,
+            logdata,
+            tags,
+            severity: r.severity,
+            log: r.log,
+            matched_var: self.matched_var_name.clone(),
+        });
+        if self.engine != EngineMode::On {
+            return;
+        }
+        match r.disruptive {
+            Some(d @ (Disruptive::Deny | Disruptive::Drop | Disruptive::Redirect)) => {
+                let redirect = if d == Disruptive::Redirect {
+                    r.redirect.as_ref().map(|m| self.expand_text(m))
+                } else {
+                    None
+                };
+                let status = r
+                    .status
+                    .unwrap_or(if redirect.is_some() { 302 } else { 403 });
+                self.intervention = Some(Intervention {
+                    status,
+                    rule_id: r.id,
+                    phase,
+                    redirect,
+                    drop: d == Disruptive::Drop,
+                    limit: None,
+                });
+            }
+            Some(Disruptive::Allow(scope)) => self.allowed = Some((scope, phase)),
+            _ => {}
+        }
+    }
+}
+
+/// Runs a regular expression: the lazy DFA decides whether it matches,
+/// and only a match with `capture` pays for the capture groups.
+fn regex_test(
+    re: &regex::bytes::Regex,
+    input: &[u8],
+    capture: bool,
+    caps: &mut Vec<Vec<u8>>,
+) -> bool {
+    if !re.is_match(input) {
+        return false;
+    }
+    if !capture {
+        return true;
+    }
+    match re.captures(input) {
+        Some(c) => {
+            for i in 0..c.len().min(10) {
+                caps.push(c.get(i).map(|m| m.as_bytes().to_vec()).unwrap_or_default());
+            }
+            true
+        }
+        None => false,
+    }
+}
+
+/// An owned value through a transformation chain.
+fn transform_owned(rules: &RuleSet, chain: ChainId, mut value: Vec<u8>) -> Vec<u8> {
+    for step in &rules.chains[chain as usize].steps {
+        if let Some(next) = step.apply(&value) {
+            value = next;
+        }
+    }
+    value
+}

@@ -1,0 +1,334 @@
+//! What a target reads: the values of a variable for this transaction,
+//! selected by key, minus the rule's exclusions and the targets a `ctl`
+//! removed. Arena-backed values keep their position (so transformations
+//! and prefilter scans of them are cached); values of variables that
+//! change while rules run (`TX`, `MATCHED_VARS`…) are copied.
+
+use super::Transaction;
+use super::store::{Entry, Str};
+use crate::model::{Exclusion, Selector, Target};
+use crate::ruleset::Rule;
+use crate::transform::{Mask, byte_mask};
+use crate::vars::Var;
+
+/// A value's bytes: in the arena (with its byte classes), or owned.
+pub(crate) enum Data {
+    Arena(Str, Mask),
+    Owned(Vec<u8>),
+}
+
+/// The key a value has within its variable (for `MATCHED_VAR_NAME`).
+pub(crate) enum Key {
+    None,
+    Arena(Str),
+    Owned(Vec<u8>),
+    Static(&'static str),
+}
+
+pub(crate) struct Val {
+    pub var: Var,
+    pub key: Key,
+    pub data: Data,
+}
+
+/// An arena-backed collection as seen by a variable: up to two entry
+/// lists (ARGS is ARGS_GET then ARGS_POST), and whether the variable
+/// reads keys (`*_NAMES`) instead of values.
+pub(crate) struct View<'a> {
+    pub lists: [&'a [Entry]; 2],
+    pub names: bool,
+}
+
+impl View<'_> {
+    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.lists[0].iter().chain(self.lists[1].iter())
+    }
+
+    pub fn get(&self, i: usize) -> &Entry {
+        if i < self.lists[0].len() {
+            &self.lists[0][i]
+        } else {
+            &self.lists[1][i - self.lists[0].len()]
+        }
+    }
+}
+
+impl Transaction {
+    /// The arena-backed collection behind `var`, if it is one.
+    pub(crate) fn view(&self, var: Var, sel: &Selector) -> Option<View<'_>> {
+        let none: &[Entry] = &[];
+        let (a, b, names) = match var {
+            Var::Args => (
+                &self.args_get.entries[..],
+                &self.args_post.entries[..],
+                false,
+            ),
+            Var::ArgsNames => (
+                &self.args_get.entries[..],
+                &self.args_post.entries[..],
+                true,
+            ),
+            Var::ArgsGet => (&self.args_get.entries[..], none, false),
+            Var::ArgsGetNames => (&self.args_get.entries[..], none, true),
+            Var::ArgsPost => (&self.args_post.entries[..], none, false),
+            Var::ArgsPostNames => (&self.args_post.entries[..], none, true),
+            Var::RequestHeaders => (&self.req_headers.entries[..], none, false),
+            Var::RequestHeadersNames => (&self.req_headers.entries[..], none, true),
+            Var::RequestCookies => (&self.cookies.entries[..], none, false),
+            Var::RequestCookiesNames => (&self.cookies.entries[..], none, true),
+            Var::ResponseHeaders => (&self.resp_headers.entries[..], none, false),
+            Var::ResponseHeadersNames => (&self.resp_headers.entries[..], none, true),
+            Var::Files => (&self.files.entries[..], none, false),
+            Var::FilesNames => (&self.files_names.entries[..], none, false),
+            Var::FilesSizes => (&self.files_sizes.entries[..], none, false),
+            Var::MultipartPartHeaders => (&self.mp_headers.entries[..], none, false),
+            Var::Xml => match sel {
+                Selector::XmlAttributes => (&self.xml_attrs.entries[..], none, false),
+                _ => (&self.xml_text.entries[..], none, false),
+            },
+            _ => return None,
+        };
+        Some(View {
+            lists: [a, b],
+            names,
+        })
+    }
+
+    /// Whether `key` of `var` is left out of rule `r`'s targets.
+    pub(crate) fn excluded(&self, r: &Rule, var: Var, key: &[u8]) -> bool {
+        let hit = |x: &Exclusion| x.var == var && x.selector.selects(key);
+        r.exclusions.iter().any(hit)
+            || self
+                .removed_targets
+                .iter()
+                .any(|(owner, x)| hit(x) && self.owns(owner, r))
+    }
+
+    /// The values `target` reads for rule `r`, appended to `out`.
+    pub(crate) fn values(&self, r: &Rule, t: &Target, out: &mut Vec<Val>) {
+        let start = out.len();
+        if let Some(view) = self.view(t.var, &t.selector) {
+            let xml_key = (t.var == Var::Xml).then_some(match t.selector {
+                Selector::XmlAttributes => "//@*",
+                _ => "/*",
+            });
+            for e in view.iter() {
+                let key = self.arena.get(e.key);
+                if !t.selector.selects(key) || self.excluded(r, t.var, key) {
+                    continue;
+                }
+                let data = if view.names {
+                    Data::Arena(e.key, e.kmask)
+                } else {
+                    Data::Arena(e.value, e.vmask)
+                };
+                let key = match xml_key {
+                    Some(s) => Key::Static(s),
+                    None => Key::Arena(e.key),
+                };
+                out.push(Val {
+                    var: t.var,
+                    key,
+                    data,
+                });
+            }
+        } else if t.var.is_collection() {
+            self.dynamic_values(r, t, out);
+        } else if let Some(v) = self.single(t.var) {
+            out.push(Val {
+                var: t.var,
+                key: Key::None,
+                data: v,
+            });
+        }
+        if t.count {
+            let n = out.len() - start;
+            out.truncate(start);
+            out.push(Val {
+                var: t.var,
+                key: match &t.selector {
+                    Selector::Key(k) => Key::Owned(k.as_bytes().to_vec()),
+                    _ => Key::None,
+                },
+                data: Data::Owned(n.to_string().into_bytes()),
+            });
+        }
+    }
+
+    fn dynamic_values(&self, r: &Rule, t: &Target, out: &mut Vec<Val>) {
+        let mut push = |key: &[u8], value: &[u8]| {
+            if t.selector.selects(key) && !self.excluded(r, t.var, key) {
+                out.push(Val {
+                    var: t.var,
+                    key: Key::Owned(key.to_vec()),
+                    data: Data::Owned(value.to_vec()),
+                });
+            }
+        };
+        match t.var {
+            Var::MatchedVars => {
+                for (k, v) in &self.matched_vars {
+                    push(k.as_bytes(), v);
+                }
+            }
+            Var::MatchedVarsNames => {
+                for (k, _) in &self.matched_vars {
+                    push(k.as_bytes(), k.as_bytes());
+                }
+            }
+            Var::Env => {
+                for (k, v) in self.env.iter() {
+                    push(k, v);
+                }
+            }
+            Var::Rule => {
+                let rule = self.rules.rule_at(self.current_rule);
+                push(b"id", rule.id.to_string().as_bytes());
+                push(b"phase", rule.phase.to_string().as_bytes());
+                if let Some(s) = rule.severity {
+                    push(b"severity", s.to_string().as_bytes());
+                }
+                if let Some(m) = rule.msg.as_ref().and_then(|m| m.as_literal()) {
+                    push(b"msg", m.as_bytes());
+                }
+                if let Some(v) = &rule.ver {
+                    push(b"ver", v.as_bytes());
+                }
+            }
+            var => {
+                if let Selector::Key(k) = &t.selector {
+                    // A direct lookup: no walk over the collection.
+                    if let Some(v) = self.vars.get(&var).and_then(|c| c.get(k.as_bytes()))
+                        && !self.excluded(r, var, k.as_bytes())
+                    {
+                        out.push(Val {
+                            var,
+                            key: Key::Owned(k.as_bytes().to_vec()),
+                            data: Data::Owned(v.to_vec()),
+                        });
+                    }
+                    return;
+                }
+                if let Some(c) = self.vars.get(&var) {
+                    for (k, v) in c.iter() {
+                        push(k, v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A request-wide variable's value.
+    pub(crate) fn single(&self, var: Var) -> Option<Data> {
+        let s = &self.s;
+        let arena = |x: Str| Data::Arena(x, byte_mask(self.arena.get(x)));
+        let owned = |b: &[u8]| Data::Owned(b.to_vec());
+        let flag = |b: bool| Data::Owned(if b { b"1".to_vec() } else { b"0".to_vec() });
+        let num = |n: usize| Data::Owned(n.to_string().into_bytes());
+        let mp = &self.multipart;
+        Some(match var {
+            Var::RequestMethod => arena(s.method),
+            Var::RequestUriRaw => arena(s.uri_raw),
+            Var::RequestUri => arena(s.uri),
+            Var::RequestProtocol => arena(s.protocol),
+            Var::RequestLine => arena(s.request_line),
+            Var::QueryString => arena(s.query),
+            Var::RequestFilename | Var::PathInfo => arena(s.filename),
+            Var::RequestBasename => arena(s.basename),
+            Var::RemoteAddr | Var::RemoteHost => arena(s.remote_addr),
+            Var::RemotePort => arena(s.remote_port),
+            Var::ServerAddr => arena(s.server_addr),
+            Var::ServerPort => arena(s.server_port),
+            Var::ServerName => arena(s.server_name),
+            Var::AuthType => arena(s.auth_type),
+            Var::UniqueId => arena(s.unique_id),
+            Var::RequestBody => arena(s.request_body),
+            Var::RequestBodyLength => num(s.request_body_len),
+            Var::ResponseStatus => arena(s.status),
+            Var::ResponseProtocol => arena(s.response_protocol),
+            Var::ResponseContentType => arena(s.response_content_type),
+            Var::ResponseBody => arena(s.response_body),
+            Var::ResponseContentLength => num(s.response_body_len),
+            Var::StatusLine => {
+                let mut line = self.arena.get(s.response_protocol).to_vec();
+                line.push(b' ');
+                line.extend_from_slice(self.arena.get(s.status));
+                Data::Owned(line)
+            }
+            Var::FullRequestLength => {
+                let headers: usize = self
+                    .req_headers
+                    .entries
+                    .iter()
+                    .map(|e| (e.key.len + e.value.len) as usize + 4)
+                    .sum();
+                num(s.request_line.len as usize + 2 + headers + 2 + s.request_body_len)
+            }
+            Var::ArgsCombinedSize => num(self
+                .args_get
+                .entries
+                .iter()
+                .chain(&self.args_post.entries)
+                .map(|e| (e.key.len + e.value.len) as usize)
+                .sum()),
+            Var::FilesCombinedSize => num(s.files_combined_size),
+            Var::ReqbodyProcessor => {
+                owned(self.processor.map(|p| p.name()).unwrap_or("").as_bytes())
+            }
+            Var::ReqbodyError | Var::ReqbodyProcessorError => flag(self.reqbody_error.is_some()),
+            Var::ReqbodyErrorMsg | Var::ReqbodyProcessorErrorMsg => {
+                owned(self.reqbody_error.as_deref().unwrap_or("").as_bytes())
+            }
+            Var::InboundDataError => flag(self.inbound_data_error),
+            Var::OutboundDataError => flag(self.outbound_data_error),
+            Var::UrlencodedError => flag(self.urlencoded_error),
+            Var::MatchedVar => owned(&self.matched_var),
+            Var::MatchedVarName => owned(self.matched_var_name.as_bytes()),
+            Var::HighestSeverity => num(self.highest_severity as usize),
+            Var::MultipartFilename => arena(s.multipart_filename),
+            Var::MultipartName => arena(s.multipart_name),
+            Var::MultipartStrictError => flag(mp.strict_error()),
+            Var::MultipartBoundaryQuoted => flag(mp.boundary_quoted),
+            Var::MultipartBoundaryWhitespace => flag(mp.boundary_whitespace),
+            Var::MultipartCrlfLfLines => flag(mp.crlf_lf_lines),
+            Var::MultipartDataAfter => flag(mp.data_after),
+            Var::MultipartDataBefore => flag(mp.data_before),
+            Var::MultipartFileLimitExceeded => flag(mp.file_limit_exceeded),
+            Var::MultipartHeaderFolding => flag(mp.header_folding),
+            Var::MultipartInvalidHeaderFolding => flag(mp.invalid_header_folding),
+            Var::MultipartInvalidPart => flag(mp.invalid_part),
+            Var::MultipartInvalidQuoting => flag(mp.invalid_quoting),
+            Var::MultipartLfLine => flag(mp.lf_line),
+            Var::MultipartMissingSemicolon => flag(mp.missing_semicolon),
+            Var::MultipartUnmatchedBoundary => flag(mp.unmatched_boundary),
+            Var::Duration => num(self.spent.as_micros() as usize),
+            Var::Time | Var::TimeEpoch => {
+                let secs = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0);
+                num(secs as usize)
+            }
+            _ => return None,
+        })
+    }
+
+    /// A value's bytes.
+    pub(crate) fn bytes<'a>(&'a self, d: &'a Data) -> &'a [u8] {
+        match d {
+            Data::Arena(s, _) => self.arena.get(*s),
+            Data::Owned(v) => v,
+        }
+    }
+
+    /// `VAR` or `VAR:key`, as `MATCHED_VAR_NAME` shows it.
+    pub(crate) fn name_of(&self, var: Var, key: &Key) -> String {
+        let key: &[u8] = match key {
+            Key::None => return var.name().to_string(),
+            Key::Arena(s) => self.arena.get(*s),
+            Key::Owned(v) => v,
+            Key::Static(s) => s.as_bytes(),
+        };
+        format!("{}:{}", var.name(), String::from_utf8_lossy(key))
+    }
+}
