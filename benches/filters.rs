@@ -9,6 +9,7 @@
 //!   started from the `preinit` snapshot (for the baseline also without
 //!   it, each instance compiling the rules); beside the old engine
 //!   (zentinel-modsec) when `scripts/waf-old-engine.sh` has built it;
+//!   and the filter built with wasm SIMD when `scripts/waf-simd.sh` has;
 //! - `waf_curve`: CRS over a clean form from 1 KiB to about 1 MiB.
 //!
 //! Run with `cargo bench --bench filters`; results go in BENCHMARKS.md.
@@ -105,6 +106,12 @@ fn old_engine() -> bool {
     common::guests_dir().join("waf-zentinel.wasm").is_file()
 }
 
+/// The `waf` component built with wasm SIMD (`+simd128`), when
+/// `scripts/waf-simd.sh` has built it.
+fn simd_build() -> bool {
+    common::guests_dir().join("waf-simd.wasm").is_file()
+}
+
 /// A form of `fields` short fields (`f0=ab&f1=ab&…`) up to `bytes`.
 fn many_fields(bytes: usize) -> Vec<u8> {
     let mut body = Vec::with_capacity(bytes + 16);
@@ -174,6 +181,15 @@ fn waf(c: &mut Criterion) {
             ("old-crs", "waf-zentinel"),
         ]);
     }
+    let simd = simd_build();
+    if simd {
+        kdl.push_str(
+            r#"filter "crs-simd" { instances { mode "warm"; max 2 }; config { ruleset "crs"; paranoia 1 } }
+            agent "crs-simd-echo" { filters "crs-simd" }
+            "#,
+        );
+        guests.extend([("crs-simd-echo", "echo"), ("crs-simd", "waf-simd")]);
+    }
     let (pipeline, _dir) = pipeline(&guests, &kdl);
     let rt = runtime();
     let form = |n: usize| {
@@ -191,6 +207,9 @@ fn waf(c: &mut Criterion) {
         ("crs_pl1", "crs-echo"),
         ("crs_pl1_fresh_preinit", "crs-fresh-echo"),
     ];
+    if simd {
+        agents.push(("crs_pl1_simd128", "crs-simd-echo"));
+    }
     if old {
         agents.push(("old_baseline", "old-baseline"));
         agents.push(("old_crs_pl1", "old-crs-echo"));

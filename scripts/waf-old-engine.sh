@@ -10,7 +10,7 @@ out="$root/target/guests/wasm32-wasip2/release/waf-zentinel.wasm"
 [ -f "$out" ] && { echo "$out"; exit 0; }
 work="$root/target/waf-old-engine"
 rm -rf "$work" && mkdir -p "$work"
-git -C "$root" archive "$commit" policies guests/wharf-guest wit | tar -x -C "$work"
+git -C "$root" archive "$commit" policies guests wit | tar -x -C "$work"
 cargo build --quiet --release --target wasm32-wasip2 -p waf \
     --manifest-path "$work/policies/Cargo.toml" --target-dir "$root/target/guests-old"
 cp "$root/target/guests-old/wasm32-wasip2/release/waf.wasm" "$out"

@@ -143,7 +143,7 @@ struct Request {
 
 fn request_of(case: &Value) -> Option<Request> {
     if let Some(raw) = case["raw_request_b64"].as_str() {
-        let bytes = base64(raw);
+        let bytes = seclang::base64_decode(raw.as_bytes());
         return parse_raw(&bytes);
     }
     let mut headers: Vec<(String, Vec<u8>)> = case["headers"]
@@ -219,35 +219,6 @@ fn dechunk(b: &[u8]) -> Vec<u8> {
         }
         out.extend_from_slice(&b[i..i + size]);
         i += size + 2;
-    }
-    out
-}
-
-fn base64(s: &str) -> Vec<u8> {
-    let clean: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    let mut out = Vec::new();
-    let (mut acc, mut n) = (0u32, 0);
-    for c in clean.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => continue,
-        };
-        acc = (acc << 6) | v as u32;
-        n += 1;
-        if n == 4 {
-            out.extend_from_slice(&[(acc >> 16) as u8, (acc >> 8) as u8, acc as u8]);
-            acc = 0;
-            n = 0;
-        }
-    }
-    match n {
-        2 => out.push((acc >> 4) as u8),
-        3 => out.extend_from_slice(&[(acc >> 10) as u8, (acc >> 2) as u8]),
-        _ => {}
     }
     out
 }

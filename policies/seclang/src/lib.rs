@@ -32,6 +32,12 @@ pub use files::MemFiles;
 pub use ruleset::RuleSet;
 pub use tx::{Intervention, Limit, Limits, MatchedRule, PastLimit, Transaction};
 
+/// Base64 (standard alphabet) as `t:base64DecodeExt` decodes it: bytes
+/// outside the alphabet are skipped, padding ends it.
+pub fn base64_decode(input: &[u8]) -> Vec<u8> {
+    decode::base64_decode(input, true)
+}
+
 /// Where `Include` and data files (`@pmFromFile`) are read from.
 pub trait Files {
     /// The text of `name`, named in the rule file `from`.

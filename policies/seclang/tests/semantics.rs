@@ -1,0 +1,87 @@
+//! SecLang semantics through the public API, on small rule sets: a chain
+//! is reported only when every link matched, `setvar` scores and a later
+//! rule reads the score, `skipAfter` skips to its marker, `nolog` rules
+//! are matched but not logged, and a rule file using something the engine
+//! does not implement refuses to load with `file:line` and its name.
+
+use std::sync::Arc;
+
+use seclang::{Limits, RuleSet, Transaction};
+
+/// Runs a GET of `uri` through phases 1 and 2; the matched rule ids and
+/// the decided status.
+fn run(rules: &str, uri: &str) -> (Vec<(u32, bool)>, Option<u16>) {
+    let rules = Arc::new(RuleSet::from_text(rules).unwrap_or_else(|e| panic!("{e}")));
+    let mut tx = Transaction::new(rules, Limits::default());
+    tx.connection("127.0.0.1", 40000, "127.0.0.1", 80);
+    tx.request_line("GET", uri, "HTTP/1.1");
+    tx.request_header(b"Host", b"localhost");
+    tx.process_request_headers();
+    tx.process_request_body();
+    tx.process_logging();
+    let status = tx.intervention().map(|i| i.status);
+    (tx.matched().iter().map(|m| (m.id, m.log)).collect(), status)
+}
+
+const CHAIN: &str = r#"SecRuleEngine On
+SecRule ARGS:a "@streq one" "id:10,phase:2,pass,log,chain"
+    SecRule ARGS:b "@streq two" "t:none"
+"#;
+
+#[test]
+fn a_chain_is_reported_only_when_every_link_matched() {
+    assert_eq!(run(CHAIN, "/?a=one&b=nope").0, []);
+    assert_eq!(run(CHAIN, "/?a=one&b=two").0, [(10, true)]);
+    assert_eq!(run(CHAIN, "/?a=nope&b=two").0, []);
+}
+
+const SCORING: &str = r#"SecRuleEngine On
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.score=0"
+SecRule ARGS "@contains attack" "id:2,phase:2,pass,log,setvar:'tx.score=+5'"
+SecRule ARGS "@contains worse" "id:3,phase:2,pass,log,setvar:'tx.score=+5'"
+SecRule TX:SCORE "@ge 10" "id:4,phase:2,deny,status:403,log"
+"#;
+
+#[test]
+fn setvar_scores_and_a_later_rule_reads_the_score() {
+    assert_eq!(run(SCORING, "/?q=attack").1, None);
+    let (ids, status) = run(SCORING, "/?q=attack%20worse");
+    assert_eq!(status, Some(403));
+    assert_eq!(ids, [(1, false), (2, true), (3, true), (4, true)]);
+}
+
+const SKIP: &str = r#"SecRuleEngine On
+SecRule ARGS:skip "@streq yes" "id:1,phase:2,pass,nolog,skipAfter:END"
+SecRule ARGS "@contains x" "id:2,phase:2,deny,status:403,log"
+SecMarker END
+SecRule ARGS "@contains x" "id:3,phase:2,pass,log"
+"#;
+
+#[test]
+fn skip_after_jumps_to_its_marker() {
+    assert_eq!(run(SKIP, "/?q=x").1, Some(403));
+    let (ids, status) = run(SKIP, "/?q=x&skip=yes");
+    assert_eq!(status, None);
+    assert_eq!(ids, [(1, false), (3, true)]);
+}
+
+#[test]
+fn what_is_not_implemented_refuses_to_load_with_its_place() {
+    let err = RuleSet::from_text(
+        "SecRuleEngine On\nSecRule ARGS \"@noSuchOperator x\" \"id:1,phase:2,pass\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains(":2") && err.contains("noSuchOperator"),
+        "{err}"
+    );
+    let err =
+        RuleSet::from_text("SecRule ARGS \"@rx a\" \"id:1,phase:2,pass,t:noSuchTransform\"\n")
+            .unwrap_err()
+            .to_string();
+    assert!(
+        err.contains(":1") && err.contains("noSuchTransform"),
+        "{err}"
+    );
+}
