@@ -134,10 +134,11 @@ fn waf(c: &mut Criterion) {
     let mut kdl = String::from(
         r#"
         instances { mode "warm"; max 2 }
-        filter "waf" { instances { mode "warm"; max 2 } }
-        filter "waf-raw" { preinit #false }
-        filter "crs" { instances { mode "warm"; max 2 }; config { ruleset "crs"; paranoia 1 } }
-        filter "crs-fresh" { config { ruleset "crs"; paranoia 1 } }
+        filter "waf" { instances { mode "warm"; max 2 }; deadline "10s"; config { max-time-ms 5000 } }
+        filter "waf-fresh" { deadline "10s"; config { max-time-ms 5000 } }
+        filter "waf-raw" { preinit #false; deadline "10s"; config { max-time-ms 5000 } }
+        filter "crs" { instances { mode "warm"; max 2 }; deadline "10s"; config { ruleset "crs"; paranoia 1; max-time-ms 5000 } }
+        filter "crs-fresh" { deadline "10s"; config { ruleset "crs"; paranoia 1; max-time-ms 5000 } }
         agent "plain" { filters #false }
         agent "baseline" { filters "waf" }
         agent "baseline-fresh" { filters "waf-fresh" }
@@ -162,7 +163,7 @@ fn waf(c: &mut Criterion) {
     if old {
         // The old engine reads CRS 4 from files: the same vendored rules.
         kdl.push_str(&format!(
-            r#"filter "old-waf" {{ instances {{ mode "warm"; max 2 }} }}
+            r#"filter "old-waf" {{ instances {{ mode "warm"; max 2 }}; deadline "10s" }}
             filter "old-crs" {{
                 instances {{ mode "warm"; max 2 }}
                 deadline "10s"
@@ -184,7 +185,7 @@ fn waf(c: &mut Criterion) {
     let simd = simd_build();
     if simd {
         kdl.push_str(
-            r#"filter "crs-simd" { instances { mode "warm"; max 2 }; config { ruleset "crs"; paranoia 1 } }
+            r#"filter "crs-simd" { instances { mode "warm"; max 2 }; deadline "10s"; config { ruleset "crs"; paranoia 1; max-time-ms 5000 } }
             agent "crs-simd-echo" { filters "crs-simd" }
             "#,
         );

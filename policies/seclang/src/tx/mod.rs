@@ -54,7 +54,7 @@ impl Default for Limits {
             body_bytes: 1 << 20,
             response_bytes: 1 << 20,
             depth: 64,
-            time: Duration::from_millis(100),
+            time: Duration::from_millis(400),
             past: PastLimit::Block,
         }
     }
