@@ -228,11 +228,23 @@ impl Transaction {
         g
     }
 
-    /// The prefilter's verdict on an arena value, cached: the index of its
-    /// result (see [`Transaction::bits`]), or `None` when no rule can
-    /// match it.
+    /// The prefilter's verdict on an arena value, cached by arena slot and
+    /// by bytes: the index of its result (see [`Transaction::bits`]), or
+    /// `None` when no rule can match it.
     fn scan(&mut self, rules: &RuleSet, s: Str) -> Option<u32> {
         if let Some(&b) = self.scanned.get(&s) {
+            return b;
+        }
+        let hash = {
+            use std::hash::Hasher;
+            let mut h = rustc_hash::FxHasher::default();
+            h.write(self.arena.get(s));
+            h.finish()
+        };
+        if let Some(&(other, b)) = self.scanned_bytes.get(&hash)
+            && self.arena.get(other) == self.arena.get(s)
+        {
+            self.scanned.insert(s, b);
             return b;
         }
         let words = rules.prefilter.words().max(1);
@@ -241,6 +253,7 @@ impl Transaction {
             .scan_into(self.arena.get(s), &mut self.pool, &mut self.seen)
             .then(|| (self.pool.len() / words - 1) as u32);
         self.scanned.insert(s, found);
+        self.scanned_bytes.insert(hash, (s, found));
         found
     }
 

@@ -217,6 +217,10 @@ pub struct Transaction {
     pub(crate) transformed: FxHashMap<(Str, ChainId), Str>,
     /// Prefilter results by arena value: the result's index in `pool`.
     pub(crate) scanned: FxHashMap<Str, Option<u32>>,
+    /// The same results by the value's bytes (a hash, then the bytes
+    /// compared): equal values in other arena slots (a field's value
+    /// repeated, a chain that left it as another did) are not scanned again.
+    pub(crate) scanned_bytes: FxHashMap<u64, (Str, Option<u32>)>,
     /// Prefilter results, each `RuleSet::prefilter.words()` words, indexed
     /// by `scanned` and `Hot::bits`.
     pub(crate) pool: Vec<u64>,
@@ -291,6 +295,7 @@ impl Transaction {
             removed_targets: Vec::new(),
             transformed: FxHashMap::default(),
             scanned: FxHashMap::default(),
+            scanned_bytes: FxHashMap::default(),
             pool: Vec::new(),
             seen: Vec::new(),
             groups: FxHashMap::default(),
