@@ -293,8 +293,13 @@ async fn request_bodies_reach_the_component_as_they_arrive() {
         }
     }
     drop(tx);
-    let resp = pending.await.unwrap().unwrap();
-    assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    match pending.await.unwrap() {
+        Ok(resp) => assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE),
+        // The host answers 413 and closes once the body is past the limit;
+        // a client still writing pieces can meet the closed socket before
+        // it reads that answer (seen once in CI: a broken pipe).
+        Err(e) => assert!(format!("{e:?}").contains("BodyWrite"), "{e:?}"),
+    }
     // And the host keeps serving.
     let reply = send(&client, Method::POST, &url, &[], "small").await;
     assert_eq!(
