@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use seclang::{Limits, MemFiles, RuleSet, Transaction};
+use seclang::{MemFiles, RuleSet};
 use workload::Req;
 
 fn root() -> PathBuf {
@@ -100,28 +100,6 @@ fn zentinel(crs: bool) -> zentinel_modsec::ModSecurity {
     zentinel_modsec::ModSecurity::from_string(&text).unwrap()
 }
 
-fn run_seclang(rules: &Arc<RuleSet>, r: &Req) -> bool {
-    let mut tx = Transaction::new(
-        rules.clone(),
-        Limits {
-            body_bytes: 2 << 20,
-            ..Limits::default()
-        },
-    );
-    tx.connection("203.0.113.7", 50412, "127.0.0.1", 8080);
-    tx.request_line("POST", &r.uri, "HTTP/1.1");
-    for (n, v) in &r.headers {
-        tx.request_header(n.as_bytes(), v.as_bytes());
-    }
-    let mut blocked = tx.process_request_headers().is_some();
-    if !blocked {
-        tx.request_body(&r.body);
-        blocked = tx.process_request_body().is_some();
-    }
-    tx.process_logging();
-    blocked
-}
-
 fn run_zentinel(m: &zentinel_modsec::ModSecurity, r: &Req) -> bool {
     let mut tx = m.new_transaction();
     tx.process_uri(&r.uri, "POST", "HTTP/1.1").unwrap();
@@ -146,13 +124,13 @@ fn bench(c: &mut Criterion) {
             workload::attack(),
         ] {
             assert_eq!(
-                run_seclang(&new, &req),
+                workload::run(&new, &req),
                 req.name == "attack",
                 "{set} {}",
                 req.name
             );
             g.bench_function(format!("{} / seclang", req.name), |b| {
-                b.iter_batched(|| (), |()| run_seclang(&new, &req), BatchSize::SmallInput)
+                b.iter_batched(|| (), |()| workload::run(&new, &req), BatchSize::SmallInput)
             });
             g.bench_function(format!("{} / zentinel-modsec", req.name), |b| {
                 b.iter_batched(|| (), |()| run_zentinel(&old, &req), BatchSize::SmallInput)
@@ -171,7 +149,7 @@ fn bench(c: &mut Criterion) {
         ] {
             let req = workload::clean_form(size);
             g.bench_function(format!("{} / seclang", req.name), |b| {
-                b.iter(|| run_seclang(&new, &req))
+                b.iter(|| workload::run(&new, &req))
             });
             if size <= 64 << 10 {
                 g.bench_function(format!("{} / zentinel-modsec", req.name), |b| {
