@@ -42,6 +42,7 @@ fn task(id: &str, state: TaskState) -> Task {
         artifacts: vec![],
         history: vec![message(0, Role::User), message(1, Role::Agent)],
         metadata: None,
+        owner: String::new(),
     }
 }
 

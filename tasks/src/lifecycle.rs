@@ -77,6 +77,7 @@ impl Task {
             artifacts: Vec::new(),
             history: vec![message],
             metadata: None,
+            owner: String::new(),
         }
     }
 

@@ -21,6 +21,11 @@ pub struct Task {
     pub history: Vec<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// Whose task this is: the caller's identity as the host derived it
+    /// (empty for the anonymous scope). Host-side only: never serialized,
+    /// so no client sees or sets it; stores keep it in a column of its own.
+    #[serde(skip)]
+    pub owner: String,
 }
 
 /// A task's state and when it was recorded.

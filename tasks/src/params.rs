@@ -139,6 +139,7 @@ impl ListTasksParams {
             history_length: history_limit(self.history_length)?,
             updated_after_ms,
             include_artifacts: self.include_artifacts.unwrap_or(false),
+            owner: None,
         })
     }
 }

@@ -19,8 +19,8 @@ use crate::store::{Retention, StoreError};
 const RETENTION_EVERY: Duration = Duration::from_secs(10);
 
 const UPSERT: &str = "
-INSERT INTO wharf_tasks (agent, id, context_id, state, updated_ms, node, body)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO wharf_tasks (agent, id, context_id, state, updated_ms, node, body, owner)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (agent, id) DO UPDATE SET
     context_id = excluded.context_id, state = excluded.state,
     updated_ms = excluded.updated_ms, node = excluded.node, body = excluded.body";
@@ -46,6 +46,7 @@ pub(crate) struct TaskWrite {
     pub seq: u64,
     pub agent: String,
     pub id: String,
+    pub owner: String,
     pub context_id: String,
     pub state: i16,
     pub updated_ms: i64,
@@ -164,6 +165,7 @@ impl PgWriter {
                             &t.updated_ms,
                             &t.node,
                             &t.body,
+                            &t.owner,
                         ],
                     )
                     .await

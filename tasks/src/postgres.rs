@@ -40,7 +40,9 @@ CREATE TABLE IF NOT EXISTS wharf_tasks (
     body       BYTEA    NOT NULL,
     PRIMARY KEY (agent, id)
 );
+ALTER TABLE wharf_tasks ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS wharf_tasks_by_time ON wharf_tasks (agent, updated_ms, seq);
+CREATE INDEX IF NOT EXISTS wharf_tasks_by_owner ON wharf_tasks (agent, owner, updated_ms, seq);
 CREATE INDEX IF NOT EXISTS wharf_tasks_by_context ON wharf_tasks (agent, context_id, updated_ms);
 CREATE INDEX IF NOT EXISTS wharf_tasks_unfinished ON wharf_tasks (node)
     WHERE state NOT IN (3, 4, 5, 7);
@@ -305,6 +307,7 @@ impl TaskStore for PgStore {
             seq,
             agent: agent.to_string(),
             id: task.id.clone(),
+            owner: task.owner.clone(),
             context_id: task.context_id.clone(),
             state: task.status.state.number() as i16,
             updated_ms: now_ms(),
@@ -325,17 +328,23 @@ impl TaskStore for PgStore {
             return Ok(Some(Task::clone(&entry.1)));
         }
         let (agent, id) = (agent.to_string(), id.to_string());
-        let body = self.read(move |c| async move {
+        let row = self.read(move |c| async move {
             let row = c
                 .query_opt(
-                    "SELECT body FROM wharf_tasks WHERE agent = $1 AND id = $2",
+                    "SELECT body, owner FROM wharf_tasks WHERE agent = $1 AND id = $2",
                     &[&agent, &id],
                 )
                 .await
                 .map_err(pg)?;
-            Ok(row.map(|r| (id, r.get::<_, Vec<u8>>(0))))
+            Ok(row.map(|r| (id, r.get::<_, Vec<u8>>(0), r.get::<_, String>(1))))
         })?;
-        body.map(|(id, b)| decode(&id, &b)).transpose()
+        row.map(|(id, body, owner)| {
+            decode(&id, &body).map(|mut task| {
+                task.owner = owner;
+                task
+            })
+        })
+        .transpose()
     }
 
     fn list(&self, agent: &str, query: &ListQuery) -> Result<TaskPage, StoreError> {
@@ -346,6 +355,9 @@ impl TaskStore for PgStore {
             args.push(value);
             filter.push_str(&sql.replace('?', &format!("${}", args.len())));
         };
+        if let Some(owner) = &query.owner {
+            arg(&mut filter, " AND owner = ?", Box::new(owner.clone()));
+        }
         if let Some(context) = &query.context_id {
             arg(
                 &mut filter,
@@ -443,7 +455,7 @@ impl TaskStore for PgStore {
         let rows = self.read(move |c| async move {
             let rows = c
                 .query(
-                    "SELECT agent, id, body FROM wharf_tasks \
+                    "SELECT agent, id, body, owner FROM wharf_tasks \
                      WHERE node = $1 AND state NOT IN (3, 4, 5, 7)",
                     &[&node],
                 )
@@ -451,13 +463,16 @@ impl TaskStore for PgStore {
                 .map_err(pg)?;
             Ok(rows
                 .iter()
-                .map(|r| (r.get(0), r.get(1), r.get(2)))
-                .collect::<Vec<(String, String, Vec<u8>)>>())
+                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                .collect::<Vec<(String, String, Vec<u8>, String)>>())
         })?;
         let mut tasks = Vec::with_capacity(rows.len());
-        for (agent, id, body) in rows {
+        for (agent, id, body, owner) in rows {
             match decode(&id, &body) {
-                Ok(task) => tasks.push((agent, task)),
+                Ok(mut task) => {
+                    task.owner = owner;
+                    tasks.push((agent, task));
+                }
                 Err(e) => tracing::warn!(error = %e, "skipping a damaged task"),
             }
         }

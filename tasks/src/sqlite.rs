@@ -24,7 +24,7 @@ use crate::writer::{Counts, Op, PushOp, Put, Writer, count_tasks};
 
 /// The schema this build writes; a database with a higher version is
 /// refused rather than misread.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -34,9 +34,11 @@ CREATE TABLE IF NOT EXISTS tasks (
     state      INTEGER NOT NULL,
     updated_ms INTEGER NOT NULL,
     body       BLOB    NOT NULL,
+    owner      TEXT    NOT NULL DEFAULT '',
     UNIQUE (agent, id)
 );
 CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (agent, updated_ms);
+CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (agent, owner, updated_ms);
 CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (agent, context_id, updated_ms);
 CREATE TABLE IF NOT EXISTS push_configs (
     agent   TEXT NOT NULL,
@@ -45,7 +47,7 @@ CREATE TABLE IF NOT EXISTS push_configs (
     body    BLOB NOT NULL,
     UNIQUE (agent, task_id, id)
 );
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 ";
 
 /// States a task leaves no more: the only ones retention deletes.
@@ -115,6 +117,7 @@ impl SqliteStore {
         }
         conn.pragma_update(None, "synchronous", "FULL")
             .and_then(|()| conn.busy_timeout(Duration::from_secs(5)))
+            .and_then(|()| add_owner(&conn))
             .and_then(|()| conn.execute_batch(SCHEMA))
             .map_err(|e| open_err(e.to_string()))?;
         let live = Arc::new(Live::new());
@@ -244,20 +247,35 @@ impl Drop for Reader<'_> {
     }
 }
 
+/// A store of schema 2 (before tasks had owners) gains the column: its
+/// tasks fall in the anonymous scope.
+fn add_owner(conn: &Connection) -> rusqlite::Result<()> {
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('tasks')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if !columns.is_empty() && !columns.iter().any(|c| c == "owner") {
+        conn.execute_batch("ALTER TABLE tasks ADD COLUMN owner TEXT NOT NULL DEFAULT ''")?;
+    }
+    Ok(())
+}
+
 fn load_unfinished(conn: &Connection, live: &Live) -> rusqlite::Result<()> {
-    let sql = format!("SELECT agent, id, body FROM tasks WHERE NOT {TERMINAL}");
+    let sql = format!("SELECT agent, id, body, owner FROM tasks WHERE NOT {TERMINAL}");
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map([], |r| {
         Ok((
             r.get::<_, String>(0)?,
             r.get::<_, String>(1)?,
             r.get::<_, Vec<u8>>(2)?,
+            r.get::<_, String>(3)?,
         ))
     })?;
     for row in rows {
-        let (agent, id, body) = row?;
+        let (agent, id, body, owner) = row?;
         match decode(&id, &body) {
-            Ok(task) => {
+            Ok(mut task) => {
+                task.owner = owner;
                 live.insert(key(&agent, &id), (0, Arc::new(task)));
             }
             Err(e) => tracing::warn!(error = %e, "skipping a damaged task"),
@@ -296,6 +314,7 @@ impl TaskStore for SqliteStore {
             seq,
             agent: agent.to_string(),
             id: task.id.clone(),
+            owner: task.owner.clone(),
             context_id: task.context_id.clone(),
             state: task.status.state.number(),
             terminal: task.status.state.is_terminal(),
@@ -347,11 +366,20 @@ impl TaskStore for SqliteStore {
             return Ok(Some(Task::clone(&entry.1)));
         }
         let conn = self.reader()?;
-        let body: Option<Vec<u8>> = conn
-            .prepare_cached("SELECT body FROM tasks WHERE agent = ?1 AND id = ?2")
-            .and_then(|mut s| s.query_row(params![agent, id], |r| r.get(0)).optional())
+        let row: Option<(Vec<u8>, String)> = conn
+            .prepare_cached("SELECT body, owner FROM tasks WHERE agent = ?1 AND id = ?2")
+            .and_then(|mut s| {
+                s.query_row(params![agent, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
             .map_err(db)?;
-        body.map(|b| decode(id, &b)).transpose()
+        row.map(|(body, owner)| {
+            decode(id, &body).map(|mut task| {
+                task.owner = owner;
+                task
+            })
+        })
+        .transpose()
     }
 
     fn list(&self, agent: &str, query: &ListQuery) -> Result<TaskPage, StoreError> {
@@ -360,6 +388,10 @@ impl TaskStore for SqliteStore {
         }
         let mut filter = String::from("agent = ?");
         let mut args = vec![Value::Text(agent.to_string())];
+        if let Some(owner) = &query.owner {
+            filter.push_str(" AND owner = ?");
+            args.push(Value::Text(owner.clone()));
+        }
         if let Some(context) = &query.context_id {
             filter.push_str(" AND context_id = ?");
             args.push(Value::Text(context.clone()));
@@ -373,11 +405,15 @@ impl TaskStore for SqliteStore {
             args.push(Value::Integer(after));
         }
         let conn = self.reader()?;
-        let total = match (&query.context_id, query.updated_after_ms) {
-            (None, None) => self.counts.get(agent).map_or(0, |c| match query.state {
-                Some(state) => c[state.number() as usize],
-                None => c.iter().sum(),
-            }),
+        let total = match (&query.owner, &query.context_id, query.updated_after_ms) {
+            (Some(owner), None, None) => {
+                self.counts
+                    .get(&key(agent, owner))
+                    .map_or(0, |c| match query.state {
+                        Some(state) => c[state.number() as usize],
+                        None => c.iter().sum(),
+                    })
+            }
             _ => conn
                 .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {filter}"))
                 .and_then(|mut s| s.query_row(params_from_iter(&args), |r| r.get::<_, i64>(0)))

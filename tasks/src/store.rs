@@ -124,6 +124,9 @@ pub struct ListQuery {
     /// Only tasks updated at or after this time (milliseconds since the epoch).
     pub updated_after_ms: Option<i64>,
     pub include_artifacts: bool,
+    /// Only the tasks of this owner (`Some("")`: the anonymous scope's);
+    /// `None` lists every owner's, which only the host itself asks.
+    pub owner: Option<String>,
 }
 
 impl Default for ListQuery {
@@ -136,6 +139,7 @@ impl Default for ListQuery {
             history_length: None,
             updated_after_ms: None,
             include_artifacts: false,
+            owner: None,
         }
     }
 }
@@ -183,7 +187,9 @@ impl Written {
 }
 
 /// Where A2A tasks live. Tasks are kept per agent: the same task id under
-/// two agents names two tasks.
+/// two agents names two tasks. Each task also keeps its [`Task::owner`]:
+/// a save records it (the first save's owner stays for good), a read gives
+/// it back, and a list filtered by owner shows only that owner's tasks.
 pub trait TaskStore: Send + Sync {
     /// Records `task` for `agent`, new or changed.
     fn save(&self, agent: &str, task: &Task) -> Written;
@@ -233,7 +239,8 @@ pub fn trimmed(mut task: Task, history: Option<usize>, artifacts: bool) -> Task 
     task
 }
 
-/// The key under which a store holds `agent`'s task `id` in memory.
+/// The key under which a store holds `agent`'s task `id` in memory (also
+/// `agent`'s tasks of one owner in the per-scope counts).
 pub(crate) fn key(agent: &str, id: &str) -> String {
     format!("{agent}\u{0}{id}")
 }
@@ -275,7 +282,10 @@ pub(crate) fn page(
     let mut tasks = Vec::with_capacity(page_size.min(rows.len()));
     let mut last = None;
     for (position, ms, id, body) in rows.into_iter().take(page_size) {
-        let task = decode(&id, &body)?;
+        let mut task = decode(&id, &body)?;
+        if let Some(owner) = &query.owner {
+            task.owner.clone_from(owner);
+        }
         tasks.push(trimmed(task, query.history_length, query.include_artifacts));
         last = Some((ms, position));
     }

@@ -1,7 +1,8 @@
 //! The task store's one writing thread: it commits whatever saves are
 //! queued in one transaction (group commit), settles each save after its
 //! commit, applies retention, and keeps the per-agent, per-state task
-//! counts that answer a list's `totalSize` without counting rows.
+//! counts (per agent and owner) that answer a list's `totalSize` without
+//! counting rows.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,19 +15,19 @@ use tokio::sync::oneshot;
 
 use crate::model::TaskState;
 use crate::sqlite::{Live, TERMINAL, db, now_ms};
-use crate::store::{Retention, StoreError};
+use crate::store::{Retention, StoreError, key};
 
 /// How often the writer applies retention while it is busy.
 const RETENTION_EVERY: Duration = Duration::from_secs(1);
 
 const UPSERT: &str = "
-INSERT INTO tasks (agent, id, context_id, state, updated_ms, body)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+INSERT INTO tasks (agent, id, context_id, state, updated_ms, body, owner)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 ON CONFLICT (agent, id) DO UPDATE SET
     context_id = excluded.context_id, state = excluded.state,
     updated_ms = excluded.updated_ms, body = excluded.body";
 
-/// Committed tasks per agent, by state number.
+/// Committed tasks per scope (`key(agent, owner)`), by state number.
 pub(crate) type Counts = DashMap<String, [u64; TaskState::ALL.len()]>;
 
 pub(crate) enum Op {
@@ -41,6 +42,7 @@ pub(crate) struct Put {
     pub seq: u64,
     pub agent: String,
     pub id: String,
+    pub owner: String,
     pub context_id: String,
     pub state: i64,
     pub terminal: bool,
@@ -71,35 +73,36 @@ const ORPHAN_PUSH: &str = "DELETE FROM push_configs WHERE NOT EXISTS \
 /// Counts of the tasks in `conn`, as [`Counts`].
 pub(crate) fn count_tasks(conn: &Connection) -> rusqlite::Result<Counts> {
     let counts = Counts::new();
-    let mut stmt =
-        conn.prepare("SELECT agent, state, COUNT(*) FROM tasks GROUP BY agent, state")?;
+    let mut stmt = conn
+        .prepare("SELECT agent, owner, state, COUNT(*) FROM tasks GROUP BY agent, owner, state")?;
     let rows = stmt.query_map([], |r| {
         Ok((
             r.get::<_, String>(0)?,
-            r.get::<_, i64>(1)?,
+            r.get::<_, String>(1)?,
             r.get::<_, i64>(2)?,
+            r.get::<_, i64>(3)?,
         ))
     })?;
     for row in rows {
-        let (agent, state, n) = row?;
+        let (agent, owner, state, n) = row?;
         if let Some(slot) = usize::try_from(state)
             .ok()
             .filter(|s| *s < TaskState::ALL.len())
         {
-            counts.entry(agent).or_default()[slot] += n as u64;
+            counts.entry(key(&agent, &owner)).or_default()[slot] += n as u64;
         }
     }
     Ok(counts)
 }
 
-fn adjust(counts: &Counts, agent: &str, state: i64, up: bool) {
+fn adjust(counts: &Counts, scope: &str, state: i64, up: bool) {
     let Some(slot) = usize::try_from(state)
         .ok()
         .filter(|s| *s < TaskState::ALL.len())
     else {
         return;
     };
-    let mut entry = counts.entry(agent.to_string()).or_default();
+    let mut entry = counts.entry(scope.to_string()).or_default();
     entry[slot] = if up {
         entry[slot] + 1
     } else {
@@ -170,7 +173,7 @@ impl Writer {
         let tx = self.conn.transaction().map_err(db)?;
         {
             let mut before = tx
-                .prepare_cached("SELECT state FROM tasks WHERE agent = ?1 AND id = ?2")
+                .prepare_cached("SELECT state, owner FROM tasks WHERE agent = ?1 AND id = ?2")
                 .map_err(db)?;
             let mut upsert = tx.prepare_cached(UPSERT).map_err(db)?;
             for op in ops {
@@ -186,8 +189,8 @@ impl Writer {
                     done.map_err(db)?;
                 }
                 if let Op::Put(p) = op {
-                    let old: Option<i64> = before
-                        .query_row(params![p.agent, p.id], |r| r.get(0))
+                    let old: Option<(i64, String)> = before
+                        .query_row(params![p.agent, p.id], |r| Ok((r.get(0)?, r.get(1)?)))
                         .optional()
                         .map_err(db)?;
                     upsert
@@ -197,19 +200,25 @@ impl Writer {
                             p.context_id,
                             p.state,
                             p.updated_ms,
-                            p.body
+                            p.body,
+                            p.owner
                         ])
                         .map_err(db)?;
-                    moves.push((p.agent.as_str(), old, p.state));
+                    // A task keeps the owner its first save gave it.
+                    let (old, owner) = match old {
+                        Some((state, owner)) => (Some(state), owner),
+                        None => (None, p.owner.clone()),
+                    };
+                    moves.push((key(&p.agent, &owner), old, p.state));
                 }
             }
         }
         tx.commit().map_err(db)?;
-        for (agent, old, new) in moves {
+        for (scope, old, new) in moves {
             if let Some(old) = old {
-                adjust(&self.counts, agent, old, false);
+                adjust(&self.counts, &scope, old, false);
             }
-            adjust(&self.counts, agent, new, true);
+            adjust(&self.counts, &scope, new, true);
         }
         Ok(())
     }
@@ -238,7 +247,7 @@ impl Writer {
         if let Some(age) = self.retention.max_age {
             let before = now_ms() - age.as_millis() as i64;
             let sql = format!(
-                "DELETE FROM tasks WHERE {TERMINAL} AND updated_ms < ?1 RETURNING agent, state"
+                "DELETE FROM tasks WHERE {TERMINAL} AND updated_ms < ?1 RETURNING agent, owner, state"
             );
             deleted += self.delete(&sql, before)?;
         }
@@ -252,7 +261,7 @@ impl Writer {
             if excess > 0 {
                 let sql = format!(
                     "DELETE FROM tasks WHERE rowid IN (SELECT rowid FROM tasks WHERE {TERMINAL} \
-                     ORDER BY updated_ms, rowid LIMIT ?1) RETURNING agent, state"
+                     ORDER BY updated_ms, rowid LIMIT ?1) RETURNING agent, owner, state"
                 );
                 deleted += self.delete(&sql, excess as i64)?;
             }
@@ -263,16 +272,23 @@ impl Writer {
         Ok(deleted)
     }
 
-    /// Runs a `DELETE … RETURNING agent, state` and counts what it removed.
+    /// Runs a `DELETE … RETURNING agent, owner, state` and counts what it
+    /// removed.
     fn delete(&mut self, sql: &str, arg: i64) -> Result<u64, StoreError> {
         let mut stmt = self.conn.prepare_cached(sql).map_err(db)?;
         let removed = stmt
-            .query_map([arg], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .query_map([arg], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })
             .map_err(db)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(db)?;
-        for (agent, state) in &removed {
-            adjust(&self.counts, agent, *state, false);
+        for (agent, owner, state) in &removed {
+            adjust(&self.counts, &key(agent, owner), *state, false);
         }
         Ok(removed.len() as u64)
     }

@@ -42,6 +42,7 @@ fn task(id: &str, context: &str, state: TaskState) -> Task {
             })
             .collect(),
         metadata: None,
+        owner: String::new(),
     }
 }
 
@@ -391,4 +392,86 @@ fn rusqlite_user_version(path: &Path, version: i64) {
     drop(store);
     let conn = rusqlite::Connection::open(path).unwrap();
     conn.pragma_update(None, "user_version", version).unwrap();
+}
+
+#[test]
+fn each_task_keeps_its_owner_and_a_list_by_owner_shows_only_theirs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let store = open(&path);
+    for (i, owner) in ["alice", "bob", "alice", ""].iter().enumerate() {
+        let mut t = task(&format!("o{i}"), "c", TaskState::Completed);
+        t.owner = owner.to_string();
+        store.save("echo", &t).wait_blocking().unwrap();
+    }
+    // A later save with another owner does not move the task.
+    let mut moved = task("o0", "c", TaskState::Completed);
+    moved.owner = "mallory".into();
+    store.save("echo", &moved).wait_blocking().unwrap();
+    let owned = |store: &SqliteStore, owner: &str, state: Option<TaskState>| {
+        let query = ListQuery {
+            owner: Some(owner.into()),
+            state,
+            ..ListQuery::default()
+        };
+        let page = store.list("echo", &query).unwrap();
+        let mut ids: Vec<String> = page.tasks.iter().map(|t| t.id.clone()).collect();
+        ids.sort();
+        assert!(page.tasks.iter().all(|t| t.owner == owner));
+        (ids, page.total_size)
+    };
+    for store in [store, open(&path)] {
+        assert_eq!(store.get("echo", "o1").unwrap().unwrap().owner, "bob");
+        assert_eq!(store.get("echo", "o0").unwrap().unwrap().owner, "alice");
+        assert_eq!(
+            owned(&store, "alice", None),
+            (vec!["o0".into(), "o2".into()], 2)
+        );
+        assert_eq!(
+            owned(&store, "alice", Some(TaskState::Completed)),
+            (vec!["o0".into(), "o2".into()], 2)
+        );
+        assert_eq!(owned(&store, "", None), (vec!["o3".into()], 1));
+        assert_eq!(owned(&store, "mallory", None), (vec![], 0));
+        assert_eq!(
+            store
+                .list("echo", &ListQuery::default())
+                .unwrap()
+                .total_size,
+            4
+        );
+    }
+}
+
+#[test]
+fn a_store_from_before_owners_gains_the_column_and_its_tasks_are_anonymous() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE tasks (agent TEXT NOT NULL, id TEXT NOT NULL, context_id TEXT NOT NULL,
+                state INTEGER NOT NULL, updated_ms INTEGER NOT NULL, body BLOB NOT NULL,
+                UNIQUE (agent, id));
+             CREATE TABLE push_configs (agent TEXT NOT NULL, task_id TEXT NOT NULL,
+                id TEXT NOT NULL, body BLOB NOT NULL, UNIQUE (agent, task_id, id));
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+        let body = serde_json::to_vec(&task("old", "c", TaskState::InputRequired)).unwrap();
+        conn.execute(
+            "INSERT INTO tasks VALUES ('echo', 'old', 'c', 6, 1, ?1)",
+            [body],
+        )
+        .unwrap();
+    }
+    let store = open(&path);
+    assert_eq!(store.get("echo", "old").unwrap().unwrap().owner, "");
+    let anonymous = ListQuery {
+        owner: Some(String::new()),
+        ..ListQuery::default()
+    };
+    assert_eq!(store.list("echo", &anonymous).unwrap().total_size, 1);
+    let unfinished = store.unfinished().unwrap();
+    assert_eq!(unfinished.len(), 1, "the waiting task is still known");
 }

@@ -4,7 +4,9 @@
 //! keeps every task; tasks with a turn running are also held here, with
 //! the cancel flag and the channel their events fan out on. Bindings
 //! (JSON-RPC, HTTP+JSON) decode into these operations and encode what they
-//! return; nothing here knows which one called.
+//! return; nothing here knows which one called. Every operation runs in a
+//! [`Scope`]: one agent's tasks of one owner (the caller's identity, from
+//! its filters' metadata); a task of another owner is not found.
 
 mod push;
 mod remote;
@@ -36,6 +38,26 @@ use crate::router::AgentRoute;
 const FANOUT_CAPACITY: usize = 1024;
 /// How long a cancel waits for a running turn to stop.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// Whose tasks a call reaches: `agent`'s tasks owned by `owner` (the
+/// anonymous scope when the owner is empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    pub agent: String,
+    pub owner: String,
+}
+
+impl Scope {
+    /// The scope of a call to `route` whose filters left `req.metadata`:
+    /// the owner is made of the metadata keys the agent's `task-owner`
+    /// names.
+    pub fn of(route: &AgentRoute, req: &Request) -> Scope {
+        Scope {
+            agent: route.name().to_string(),
+            owner: route.core.policy.task_owner.of(&req.metadata),
+        }
+    }
+}
 
 /// What a send or subscribe answers: a task (or its events as they come).
 pub enum Reply {
@@ -149,7 +171,8 @@ impl A2a {
         streaming: bool,
     ) -> Result<Reply, A2aError> {
         validate::message(&params.message)?;
-        let agent = route.name().to_string();
+        let scope = Scope::of(&route, req);
+        let agent = scope.agent.clone();
         let config = params.configuration.clone().unwrap_or_default();
         let history = history_limit(config.history_length)?;
         let mut webhook = match config.task_push_notification_config.clone() {
@@ -165,7 +188,7 @@ impl A2a {
         message.task_id = message.task_id.filter(|id| !id.is_empty());
         let (mut task, earlier) = match message.task_id.clone() {
             Some(id) => {
-                let mut task = self.task(&agent, &id)?;
+                let mut task = self.task(&scope, &id)?;
                 let earlier = task.history.clone();
                 task.follow_up(message.clone())?;
                 (task, earlier)
@@ -177,7 +200,9 @@ impl A2a {
                     .clone()
                     .filter(|c| !c.is_empty())
                     .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-                (Task::submitted(id, context, message.clone()), Vec::new())
+                let mut task = Task::submitted(id, context, message.clone());
+                task.owner = scope.owner.clone();
+                (task, Vec::new())
             }
         };
         if let Some(metadata) = &params.metadata {
@@ -228,15 +253,16 @@ impl A2a {
     }
 
     /// `GetTask`.
-    pub fn get(&self, agent: &str, params: GetTaskParams) -> Result<Task, A2aError> {
+    pub fn get(&self, scope: &Scope, params: GetTaskParams) -> Result<Task, A2aError> {
         let history = history_limit(params.history_length)?;
-        Ok(trimmed(self.task(agent, &params.id)?, history, true))
+        Ok(trimmed(self.task(scope, &params.id)?, history, true))
     }
 
     /// `ListTasks`: the protocol's `ListTasksResponse`.
-    pub fn list(&self, agent: &str, params: ListTasksParams) -> Result<Value, A2aError> {
-        let query = params.query()?;
-        let page = self.store.list(agent, &query).map_err(store_error)?;
+    pub fn list(&self, scope: &Scope, params: ListTasksParams) -> Result<Value, A2aError> {
+        let mut query = params.query()?;
+        query.owner = Some(scope.owner.clone());
+        let page = self.store.list(&scope.agent, &query).map_err(store_error)?;
         let tasks: Vec<Value> = page
             .tasks
             .iter()
@@ -258,7 +284,14 @@ impl A2a {
 
     /// `CancelTask`: a running turn is interrupted and the task ends
     /// canceled; a task waiting for input is canceled at once.
-    pub async fn cancel(&self, agent: &str, params: TaskIdParams) -> Result<Task, A2aError> {
+    pub async fn cancel(&self, scope: &Scope, params: TaskIdParams) -> Result<Task, A2aError> {
+        self.task(scope, &params.id)?;
+        self.cancel_task(&scope.agent, params).await
+    }
+
+    /// Cancels `agent`'s task, whoever owns it (the caller was checked,
+    /// here or on the node that asked).
+    async fn cancel_task(&self, agent: &str, params: TaskIdParams) -> Result<Task, A2aError> {
         let key = (agent.to_string(), params.id.clone());
         let running = self.running.get(&key).map(|r| r.clone());
         if let Some(running) = running {
@@ -271,13 +304,13 @@ impl A2a {
                 return Err(A2aError::new(A2aErrorKind::Internal)
                     .message("Internal error: the task's turn did not stop in time"));
             }
-            let task = self.task(agent, &params.id)?;
+            let task = self.find(agent, &params.id)?;
             if task.status.state == TaskState::Canceled {
                 return Ok(task);
             }
             // The turn ended on its own before it saw the cancel.
         } else {
-            let task = self.task(agent, &params.id)?;
+            let task = self.find(agent, &params.id)?;
             if let Some(cluster) = self.running_elsewhere(agent, &task)
                 && let Some(task) = self.cancel_elsewhere(&cluster, agent, &params.id).await?
             {
@@ -285,7 +318,7 @@ impl A2a {
             }
             // Not running anywhere (its node is gone): canceled in the store.
         }
-        let mut task = self.task(agent, &params.id)?;
+        let mut task = self.find(agent, &params.id)?;
         let update = task.cancel()?;
         self.store
             .save(agent, &task)
@@ -307,57 +340,59 @@ impl A2a {
     /// `CreateTaskPushNotificationConfig`.
     pub async fn create_push_config(
         &self,
-        agent: &str,
+        scope: &Scope,
         params: Value,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         let push = self.push()?;
         let config: TaskPushNotificationConfig = parse_params(params)?;
+        let task = self.task(scope, &config.task_id)?;
         let checked = push.check(config)?;
-        let task = self.task(agent, &checked.config.task_id)?;
-        push.create(agent, checked, !task.status.state.is_terminal())
+        push.create(&scope.agent, checked, !task.status.state.is_terminal())
             .await
+            .map(push::shown)
     }
 
     /// `GetTaskPushNotificationConfig`.
     pub fn get_push_config(
         &self,
-        agent: &str,
+        scope: &Scope,
         params: Value,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         let push = self.push()?;
         let params: PushConfigParams = parse_params(params)?;
-        self.task(agent, &params.task_id)?;
-        push.get(agent, &params)
+        self.task(scope, &params.task_id)?;
+        push.get(&scope.agent, &params).map(push::shown)
     }
 
     /// `ListTaskPushNotificationConfigs`.
-    pub fn list_push_configs(&self, agent: &str, params: Value) -> Result<Value, A2aError> {
+    pub fn list_push_configs(&self, scope: &Scope, params: Value) -> Result<Value, A2aError> {
         let push = self.push()?;
         let params: ListPushConfigsParams = parse_params(params)?;
-        self.task(agent, &params.task_id)?;
-        push.list(agent, &params)
+        self.task(scope, &params.task_id)?;
+        push.list(&scope.agent, &params)
     }
 
     /// `DeleteTaskPushNotificationConfig`: deleting one that is not there
     /// is no error.
-    pub async fn delete_push_config(&self, agent: &str, params: Value) -> Result<(), A2aError> {
+    pub async fn delete_push_config(&self, scope: &Scope, params: Value) -> Result<(), A2aError> {
         let push = self.push()?;
         let params: PushConfigParams = parse_params(params)?;
-        self.task(agent, &params.task_id)?;
-        push.delete(agent, &params).await
+        self.task(scope, &params.task_id)?;
+        push.delete(&scope.agent, &params).await
     }
 
     /// `SubscribeToTask`: the task now, then its events until it finishes
     /// or waits for input, wherever in the cluster its turn runs.
     pub async fn subscribe(
         self: &Arc<Self>,
-        agent: &str,
+        scope: &Scope,
         params: TaskIdParams,
     ) -> Result<Reply, A2aError> {
+        let agent = scope.agent.as_str();
+        let task = self.task(scope, &params.id)?;
         if let Some(events) = self.subscribe_here(agent, &params.id) {
             return Ok(Reply::Stream(events));
         }
-        let task = self.task(agent, &params.id)?;
         if let Some(cluster) = self.running_elsewhere(agent, &task)
             && let Some(reply) = self
                 .subscribe_elsewhere(&cluster, agent, &params.id)
@@ -388,8 +423,18 @@ impl A2a {
         Some(stream(task.clone(), fanout, running.clone()))
     }
 
-    /// The task, or `TaskNotFound`.
-    fn task(&self, agent: &str, id: &str) -> Result<Task, A2aError> {
+    /// The task if it is in the caller's scope, else `TaskNotFound` (a task
+    /// of another owner is not told apart from one that does not exist).
+    fn task(&self, scope: &Scope, id: &str) -> Result<Task, A2aError> {
+        let task = self.find(&scope.agent, id)?;
+        if task.owner != scope.owner {
+            return Err(task_not_found(id));
+        }
+        Ok(task)
+    }
+
+    /// `agent`'s task, whoever owns it, or `TaskNotFound`.
+    fn find(&self, agent: &str, id: &str) -> Result<Task, A2aError> {
         let key = (agent.to_string(), id.to_string());
         if let Some(running) = self.running.get(&key) {
             return Ok(running

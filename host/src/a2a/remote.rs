@@ -341,7 +341,7 @@ impl A2a {
         }
         match call.op {
             TaskOp::Status => TaskAnswer::Running,
-            TaskOp::Cancel => match self.cancel(&call.agent, params(&call.task_id)).await {
+            TaskOp::Cancel => match self.cancel_task(&call.agent, params(&call.task_id)).await {
                 Ok(task) => TaskAnswer::Task(serde_json::to_vec(&task).unwrap_or_default()),
                 Err(err) => error_answer(&err),
             },

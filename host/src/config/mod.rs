@@ -39,6 +39,7 @@ pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLi
 pub use outbound::Outbound;
 pub use policy::{
     Affinity, AffinitySource, Breaker, Health, Instances, Limits, Mode, Policy, RateKey, RateLimit,
+    TaskOwner,
 };
 pub use push::{Push, Target};
 pub use tasks::Tasks;
@@ -300,6 +301,43 @@ mod tests {
         let b = config.policy_for("b");
         assert_eq!(b.limits.deadline, Duration::from_secs(1));
         assert_eq!(config.agents_dir, PathBuf::from("/etc/wharf/agents"));
+    }
+
+    #[test]
+    fn task_owners_are_metadata_keys_written_unambiguously() {
+        let text = "task-owner \"auth.sub\"\nagent \"a\" { task-owner \"tenant\" \"auth.key\" }\n";
+        let config = Config::parse("t.kdl", text, Path::new("/")).unwrap();
+        let meta = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let b = config.policy_for("b").task_owner;
+        assert_eq!(
+            b.of(&meta(&[("auth.sub", "alice")])),
+            r#"[["auth.sub","alice"]]"#
+        );
+        assert_eq!(b.of(&meta(&[("auth.key", "alice")])), "", "anonymous");
+        let a = config.policy_for("a").task_owner;
+        assert_eq!(
+            a.of(&meta(&[("auth.key", "k"), ("tenant", "t\"1")])),
+            r#"[["tenant","t\"1"],["auth.key","k"]]"#
+        );
+        // By default: a JWT's issuer and subject, or an API key's name.
+        let d = Config::parse("t.kdl", "", Path::new("/"))
+            .unwrap()
+            .policy_for("x")
+            .task_owner;
+        let jwt = d.of(&meta(&[("auth.iss", "i"), ("auth.sub", "s")]));
+        let key = d.of(&meta(&[("auth.key", "s")]));
+        assert!(!jwt.is_empty() && !key.is_empty() && jwt != key);
+        for bad in ["task-owner", "task-owner 3", "task-owner \"has space\""] {
+            assert!(
+                Config::parse("t.kdl", bad, Path::new("/")).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

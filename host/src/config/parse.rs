@@ -15,7 +15,7 @@ use super::bounds;
 use super::diag::{ConfigError, Problem};
 use super::trust::TrustBlock;
 use super::units::{parse_duration, parse_size};
-use super::{Cache, Config, Limits, Policy, Server};
+use super::{Cache, Config, Limits, Policy, Server, TaskOwner};
 
 const TOP: &[&str] = &[
     "listen",
@@ -41,6 +41,7 @@ const TOP: &[&str] = &[
     "pipeline",
     "call-depth",
     "cluster",
+    "task-owner",
 ];
 const LIMITS: &[&str] = &[
     "memory",
@@ -79,6 +80,7 @@ const AGENT: &[&str] = &[
     "calls",
     "publishes",
     "subscribe",
+    "task-owner",
 ];
 
 pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, ConfigError> {
@@ -163,6 +165,7 @@ impl Walker {
                 "call-depth" => set(&mut config.call_depth, self.count(node)),
                 "trust" => self.trust(node),
                 "filters" => set(&mut defaults.filters, self.chain(node)),
+                "task-owner" => set(&mut defaults.task_owner, self.task_owner(node)),
                 "limits" => {
                     for child in self.block(node) {
                         if !self.limit(child, &mut defaults.limits) {
@@ -223,6 +226,37 @@ impl Walker {
         true
     }
 
+    /// `task-owner "auth.sub" …`: metadata keys, at least one.
+    fn task_owner(&mut self, node: &KdlNode) -> Option<TaskOwner> {
+        let mut keys = Vec::new();
+        for entry in node.entries() {
+            match (entry.name(), entry.value().as_string()) {
+                (None, Some(key))
+                    if !key.is_empty()
+                        && key.len() <= 128
+                        && key.bytes().all(|b| b.is_ascii_graphic()) =>
+                {
+                    keys.push(key.to_string());
+                }
+                _ => {
+                    self.wrong_type(
+                        entry,
+                        "`task-owner` lists metadata keys such as \"auth.sub\"",
+                    );
+                    return None;
+                }
+            }
+        }
+        if keys.is_empty() {
+            self.problems.push(Problem::new(
+                node.name().span(),
+                "`task-owner` needs at least one metadata key",
+            ));
+            return None;
+        }
+        Some(TaskOwner(keys))
+    }
+
     /// One limit, in `limits` or directly in an `agent` block.
     fn limit(&mut self, child: &KdlNode, limits: &mut Limits) -> bool {
         match child.name().value() {
@@ -274,6 +308,8 @@ impl Walker {
                 policy.outbound = self.outbound(child).map(Arc::new);
             } else if child.name().value() == "calls" {
                 set(&mut policy.calls, self.names(child, "agent"));
+            } else if child.name().value() == "task-owner" {
+                set(&mut policy.task_owner, self.task_owner(child));
             } else if child.name().value() == "publishes" {
                 set(&mut policy.publishes, self.names(child, "topic pattern"));
             } else if child.name().value() == "subscribe" {

@@ -147,6 +147,45 @@ pub struct RateLimit {
     pub by: RateKey,
 }
 
+/// `task-owner`: the metadata keys (set by filters) whose values make an
+/// A2A caller's identity; each task belongs to the identity that made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskOwner(pub Vec<String>);
+
+impl Default for TaskOwner {
+    /// The `auth` filter's: a JWT's issuer and subject, or an API key's name.
+    fn default() -> Self {
+        TaskOwner(
+            ["auth.iss", "auth.sub", "auth.key"]
+                .map(String::from)
+                .to_vec(),
+        )
+    }
+}
+
+impl TaskOwner {
+    /// The owner a request with `metadata` acts as: the named keys present,
+    /// with their values, written unambiguously; empty (the anonymous
+    /// scope) when none is present.
+    pub fn of(&self, metadata: &[(String, String)]) -> String {
+        let found: Vec<(&str, &str)> = self
+            .0
+            .iter()
+            .filter_map(|key| {
+                metadata
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == key)
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+            })
+            .collect();
+        if found.is_empty() {
+            return String::new();
+        }
+        serde_json::to_string(&found).unwrap_or_default()
+    }
+}
+
 /// Everything that applies to one agent.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Policy {
@@ -175,4 +214,6 @@ pub struct Policy {
     pub publishes: Vec<String>,
     /// `subscribe "pattern" { … }`: the topics delivered to it.
     pub subscribes: Vec<super::Subscription>,
+    /// Whose A2A tasks a caller reaches.
+    pub task_owner: TaskOwner,
 }

@@ -27,6 +27,7 @@ mod reload;
 mod routing;
 mod runtime;
 mod scaffold;
+mod security;
 mod streaming;
 mod topics;
 mod waf;

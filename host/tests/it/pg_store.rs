@@ -270,6 +270,39 @@ async fn retention_deletes_only_finished_tasks_and_their_push_configs() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn each_task_keeps_its_owner_across_nodes_and_lists_filter_by_it() {
+    let pg = Postgres::start().await;
+    let url = pg.url.clone();
+    tokio::task::spawn_blocking(move || {
+        let a = PgStore::open(options(&url, "a")).unwrap();
+        let b = PgStore::open(options(&url, "b")).unwrap();
+        for (i, owner) in ["alice", "bob", "alice", ""].iter().enumerate() {
+            let mut t = task(&format!("o{i}"), "c");
+            t.owner = owner.to_string();
+            a.save("scribe", &t).wait_blocking().unwrap();
+        }
+        assert_eq!(b.get("scribe", "o1").unwrap().unwrap().owner, "bob");
+        let owned = |owner: &str| {
+            let query = ListQuery {
+                owner: Some(owner.into()),
+                ..ListQuery::default()
+            };
+            let page = b.list("scribe", &query).unwrap();
+            let mut ids: Vec<String> = page.tasks.iter().map(|t| t.id.clone()).collect();
+            ids.sort();
+            (ids, page.total_size)
+        };
+        assert_eq!(owned("alice"), (vec!["o0".into(), "o2".into()], 2));
+        assert_eq!(owned(""), (vec!["o3".into()], 1));
+        assert_eq!(owned("mallory"), (vec![], 0));
+        let left = b.unfinished_of("a").unwrap();
+        assert!(left.iter().any(|(_, t)| t.id == "o1" && t.owner == "bob"));
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_is_not_there_is_a_clear_error() {
     let port = free_port();
     let url = format!("postgres://wharf:secret@127.0.0.1:{port}/postgres");

@@ -25,6 +25,15 @@ use super::{ends_task, store_error};
 use crate::config::Push as Policy;
 use crate::metrics::{Metrics, counter};
 
+/// `config` as a client is shown it: a webhook's credentials go to the
+/// webhook and never back to any caller.
+pub(crate) fn shown(mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
+    if let Some(auth) = &mut config.authentication {
+        auth.credentials.clear();
+    }
+    config
+}
+
 /// A config that passed [`Push::check`], with where its URL points.
 pub(crate) struct Checked {
     pub config: TaskPushNotificationConfig,
@@ -179,6 +188,7 @@ impl Push {
             .store
             .push_configs(agent, &params.task_id)
             .map_err(store_error)?;
+        let configs: Vec<_> = configs.into_iter().map(shown).collect();
         Ok(json!({ "configs": configs, "nextPageToken": "" }))
     }
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use wharf_tasks::{A2aError, A2aErrorKind, parse_params};
 
 use super::{check_json, check_version, json_response, sse_response};
-use crate::a2a::{A2a, Reply};
+use crate::a2a::{A2a, Reply, Scope};
 use crate::request::{Request, Response};
 use crate::router::AgentRoute;
 
@@ -59,7 +59,8 @@ async fn call(
     params: Value,
 ) -> Result<Answer, A2aError> {
     check_version(req)?;
-    let agent = route.name();
+    let scope = Scope::of(route, req);
+    let agent = &scope;
     Ok(match method {
         "SendMessage" | "SendStreamingMessage" => {
             let streaming = method == "SendStreamingMessage";

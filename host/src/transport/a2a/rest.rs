@@ -12,7 +12,7 @@ use wharf_tasks::{A2aError, A2aErrorKind, TaskIdParams, parse_params};
 
 use super::jsonrpc::value;
 use super::{check_json, check_version, json_response, sse_response};
-use crate::a2a::{A2a, Reply};
+use crate::a2a::{A2a, Reply, Scope};
 use crate::request::{Request, Response};
 use crate::router::AgentRoute;
 
@@ -137,7 +137,8 @@ async fn run(
     op: &Op,
 ) -> Result<Answer, (Option<StatusCode>, A2aError)> {
     check_version(req).map_err(|e| (None, e))?;
-    let agent = route.name();
+    let scope = Scope::of(route, req);
+    let agent = &scope;
     let result = match op {
         Op::Send { streaming } => {
             check_json(req).map_err(|e| (Some(StatusCode::UNSUPPORTED_MEDIA_TYPE), e))?;

@@ -1,0 +1,145 @@
+//! The defenses `docs/security.md` states, each shown over real sockets:
+//! A2A tasks scoped to their caller (a second caller can neither see nor
+//! touch the first one's tasks, and no caller reads a webhook's
+//! credentials).
+
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::a2a::{JSON, V1, call, rpc, send_params};
+use crate::common::*;
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// scribe behind `auth` with two API keys, `alice` and `bob`.
+async fn two_callers(dir: &std::path::Path) -> Server {
+    let kdl = format!(
+        "filters \"auth\"\n\
+         filter \"auth\" {{ config {{ api-keys \"alice:{} bob:{}\" }} }}\n\
+         push {{ allow \"127.0.0.1\" }}\n",
+        sha256_hex(b"k-alice"),
+        sha256_hex(b"k-bob"),
+    );
+    Server::start(config(dir, &kdl)).await
+}
+
+/// A JSON-RPC call as `key`'s holder; the reply's `result` or `error`.
+async fn as_caller(server: &Server, key: &str, method: &str, params: Value) -> Value {
+    let reply = rpc(
+        server,
+        "scribe",
+        &[V1, JSON, ("x-api-key", key)],
+        &call(method, params),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    reply.json()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a2a_tasks_are_reached_only_by_the_caller_that_made_them() {
+    let dir = agents_dir(&["scribe", "auth"]);
+    let server = two_callers(dir.path()).await;
+    // Alice's task waits for input, with a webhook that has credentials.
+    let made = as_caller(&server, "k-alice", "SendMessage", send_params("  ")).await;
+    let task = made["result"]["task"].clone();
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{made}"
+    );
+    let id = task["id"].as_str().unwrap().to_string();
+    let hook = json!({
+        "taskId": id, "id": "h1", "url": "http://127.0.0.1:9/hook",
+        "authentication": {"scheme": "Bearer", "credentials": "s3cret"}
+    });
+    let created = as_caller(&server, "k-alice", "CreateTaskPushNotificationConfig", hook).await;
+    assert_eq!(created["result"]["id"], "h1", "{created}");
+    assert!(!created.to_string().contains("s3cret"), "{created}");
+
+    // Bob gets for her task exactly what he gets for one that does not
+    // exist, by every method.
+    let by_id = |id: &str| {
+        [
+            ("GetTask", json!({"id": id})),
+            ("CancelTask", json!({"id": id})),
+            ("SubscribeToTask", json!({"id": id})),
+            ("SendMessage", {
+                let mut p = send_params("take it over");
+                p["message"]["taskId"] = json!(id);
+                p
+            }),
+            (
+                "GetTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "h1"}),
+            ),
+            ("ListTaskPushNotificationConfigs", json!({"taskId": id})),
+            (
+                "DeleteTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "h1"}),
+            ),
+            (
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": id, "url": "http://127.0.0.1:9/bob"}),
+            ),
+        ]
+    };
+    let unknown = "00000000-0000-0000-0000-000000000000";
+    for ((method, params), (_, absent)) in by_id(&id).into_iter().zip(by_id(unknown)) {
+        let theirs = as_caller(&server, "k-bob", method, params).await;
+        let none = as_caller(&server, "k-bob", method, absent).await;
+        assert_eq!(theirs["error"]["code"], -32001, "{method}: {theirs}");
+        let shown = theirs.to_string().replace(&id, unknown);
+        assert_eq!(
+            shown,
+            none.to_string(),
+            "{method}: existence is not revealed"
+        );
+    }
+    let listed = as_caller(&server, "k-bob", "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["totalSize"], 0, "{listed}");
+    assert_eq!(listed["result"]["tasks"], json!([]));
+    let rest = send(
+        &client(),
+        Method::GET,
+        &server.url(&format!("/a2a/scribe/tasks/{id}")),
+        &[V1, ("x-api-key", "k-bob")],
+        "",
+    )
+    .await;
+    assert_eq!(rest.status, StatusCode::NOT_FOUND, "{}", rest.text());
+
+    // Alice still has her task, her webhook (without its credentials), and
+    // can go on with it.
+    let listed = as_caller(&server, "k-alice", "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["totalSize"], 1, "{listed}");
+    for (method, params) in [
+        (
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "h1"}),
+        ),
+        ("ListTaskPushNotificationConfigs", json!({"taskId": id})),
+    ] {
+        let seen = as_caller(&server, "k-alice", method, params).await;
+        assert!(seen.get("result").is_some(), "{method}: {seen}");
+        assert!(seen.to_string().contains("Bearer"), "{method}: {seen}");
+        assert!(!seen.to_string().contains("s3cret"), "{method}: {seen}");
+    }
+    let mut next = send_params("now write this");
+    next["message"]["taskId"] = json!(id);
+    let done = as_caller(&server, "k-alice", "SendMessage", next).await;
+    assert_eq!(
+        done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    // Bob's own task is his alone.
+    let his = as_caller(&server, "k-bob", "SendMessage", send_params("mine")).await;
+    let his_id = his["result"]["task"]["id"].as_str().unwrap().to_string();
+    let peek = as_caller(&server, "k-alice", "GetTask", json!({"id": his_id})).await;
+    assert_eq!(peek["error"]["code"], -32001, "{peek}");
+    let listed = as_caller(&server, "k-bob", "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["totalSize"], 1, "{listed}");
+    server.stop().await;
+}
