@@ -16,7 +16,7 @@
 //! }
 //! ```
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use ipnet::IpNet;
@@ -54,6 +54,9 @@ impl Default for Push {
 pub enum Target {
     /// An address or a range: any port, and private addresses included.
     Net(IpNet),
+    /// An address on one port (`127.0.0.1:8080`, `[::1]:8080`), private
+    /// ones included.
+    Socket(SocketAddr),
     /// A host name, `*.`-prefixed for its subdomains, on one port or any.
     Host { name: String, port: Option<u16> },
 }
@@ -66,6 +69,12 @@ impl Target {
         }
         if let Ok(ip) = text.trim_matches(['[', ']']).parse::<IpAddr>() {
             return Ok(Target::Net(IpNet::from(ip)));
+        }
+        if let Ok(socket) = text.parse::<SocketAddr>() {
+            if socket.port() == 0 {
+                return bad("the port must be 1–65535");
+            }
+            return Ok(Target::Socket(socket));
         }
         if text.contains('/') {
             return bad("a range is an address and a prefix length, such as 10.0.0.0/8");
@@ -86,6 +95,15 @@ impl Target {
         if bare.is_empty() || bare.len() > 253 || !bare.split('.').all(label_ok) {
             return bad("host names are letters, digits, `-` and dots");
         }
+        // A URL host whose last label is a number is read as an IPv4
+        // address (`2130706433`, `127.1`, `0x7f.1`): such a name would
+        // never match; write the address in dotted form.
+        let last = bare.rsplit('.').next().unwrap_or("");
+        if last.bytes().all(|b| b.is_ascii_digit())
+            || (last.len() > 2 && last[..2].eq_ignore_ascii_case("0x"))
+        {
+            return bad("a host name cannot end in a number; write an address as a.b.c.d");
+        }
         Ok(Target::Host {
             name: name.to_ascii_lowercase(),
             port,
@@ -94,11 +112,12 @@ impl Target {
 
     /// Whether this entry admits `host` (lower-case) on `port`.
     pub fn admits_host(&self, host: &str, port: u16) -> bool {
+        let ip = || host.trim_matches(['[', ']']).parse::<IpAddr>();
         match self {
-            Target::Net(net) => host
-                .trim_matches(['[', ']'])
-                .parse::<IpAddr>()
-                .is_ok_and(|ip| net.contains(&ip)),
+            Target::Net(net) => ip().is_ok_and(|ip| net.contains(&ip)),
+            Target::Socket(socket) => {
+                ip().is_ok_and(|ip| ip == socket.ip()) && port == socket.port()
+            }
             Target::Host { name, port: p } => {
                 let name_ok = match name.strip_prefix("*.") {
                     Some(parent) => host
@@ -111,10 +130,14 @@ impl Target {
         }
     }
 
-    /// Whether this entry admits connecting to `ip` whatever it is
+    /// Whether this entry admits connecting to `addr` whatever it is
     /// (private ranges included).
-    pub fn admits_addr(&self, ip: IpAddr) -> bool {
-        matches!(self, Target::Net(net) if net.contains(&ip))
+    pub fn admits_addr(&self, addr: SocketAddr) -> bool {
+        match self {
+            Target::Net(net) => net.contains(&addr.ip()),
+            Target::Socket(socket) => *socket == addr,
+            Target::Host { .. } => false,
+        }
     }
 }
 
@@ -183,12 +206,32 @@ mod tests {
         assert!(!wild.admits_host("a.example.org", 443));
         let net = Target::parse("10.1.0.0/16").unwrap();
         assert!(net.admits_host("10.1.2.3", 1));
-        assert!(net.admits_addr("10.1.2.3".parse().unwrap()));
-        assert!(!net.admits_addr("10.2.0.1".parse().unwrap()));
-        assert!(!host.admits_addr("10.1.2.3".parse().unwrap()));
+        assert!(net.admits_addr("10.1.2.3:1".parse().unwrap()));
+        assert!(!net.admits_addr("10.2.0.1:1".parse().unwrap()));
+        assert!(!host.admits_addr("10.1.2.3:80".parse().unwrap()));
         let v6 = Target::parse("[::1]").unwrap();
         assert!(v6.admits_host("[::1]", 9));
-        for bad in ["", "a b", "host:0", "host:99999", "*.", "ex_ample.com"] {
+        // An address with a port is that address on that port alone.
+        let socket = Target::parse("127.0.0.1:8080").unwrap();
+        assert!(socket.admits_host("127.0.0.1", 8080));
+        assert!(socket.admits_addr("127.0.0.1:8080".parse().unwrap()));
+        assert!(!socket.admits_host("127.0.0.1", 8081));
+        assert!(!socket.admits_addr("127.0.0.1:8081".parse().unwrap()));
+        let socket6 = Target::parse("[::1]:8080").unwrap();
+        assert!(socket6.admits_addr("[::1]:8080".parse().unwrap()));
+        for bad in [
+            "",
+            "a b",
+            "host:0",
+            "host:99999",
+            "*.",
+            "ex_ample.com",
+            "127.0.0.1:0",
+            "2130706433",
+            "2130706433:80",
+            "127.1",
+            "0x7f.1",
+        ] {
             assert!(Target::parse(bad).is_err(), "{bad:?}");
         }
     }

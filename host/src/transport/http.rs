@@ -379,6 +379,10 @@ pub(super) fn answer(
 
 /// Collects the body, refusing it past `limit` (declared or actual).
 async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, request::BodyError> {
+    // A declared length past the limit is refused before anything is read.
+    if hyper::body::Body::size_hint(&body).lower() > limit as u64 {
+        return Err(request::BodyError::TooLarge(limit));
+    }
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => {

@@ -187,6 +187,23 @@ async fn every_wrong_token_is_a_401_with_a_challenge() {
             "jwt-unknown-key",
         ),
         ("garbage", "not.a.token".to_string(), "jwt-malformed"),
+        (
+            "critical extension",
+            {
+                // Correctly signed, but it says a receiver must understand
+                // an extension this host does not (RFC 7515 §4.1.11).
+                let mut header = Header::new(Algorithm::HS256);
+                header.crit = Some(vec!["exp-by-moon".into()]);
+                header.extras.insert("exp-by-moon", "full");
+                encode(
+                    &header,
+                    &good_claims(),
+                    &EncodingKey::from_secret(b"a shared secret of decent length"),
+                )
+                .unwrap()
+            },
+            "jwt-crit",
+        ),
     ];
     for (what, token, rule) in cases {
         let reply = with_bearer(&server, &token).await;

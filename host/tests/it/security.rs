@@ -143,3 +143,44 @@ async fn a2a_tasks_are_reached_only_by_the_caller_that_made_them() {
     assert_eq!(listed["result"]["totalSize"], 1, "{listed}");
     server.stop().await;
 }
+
+/// Sends `head` alone on a fresh connection and reads the status line of
+/// the answer, which must come without any body having been sent.
+async fn status_line_before_any_body(server: &Server, head: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 256];
+    // The host's own read timeout is 60 s (it would answer 408 then).
+    let n = tokio::time::timeout(std::time::Duration::from_secs(30), stream.read(&mut buf))
+        .await
+        .expect("an answer while the body is still unsent")
+        .unwrap();
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declared_length_past_the_limit_is_refused_at_once() {
+    let dir = agents_dir(&["echo", "scribe"]);
+    let server = Server::start(config(dir.path(), "")).await;
+    for (path, extra) in [
+        ("/agents/echo", ""),
+        (
+            "/a2a/scribe",
+            "a2a-version: 1.0\r\ncontent-type: application/json\r\n",
+        ),
+    ] {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: x\r\n{extra}content-length: 999999999999\r\n\r\n"
+        );
+        let status = status_line_before_any_body(&server, &head).await;
+        assert!(status.starts_with("HTTP/1.1 413"), "{path}: {status}");
+    }
+    assert_eq!(post(&server.url("/agents/echo"), "ok").await.text(), "ok");
+    server.stop().await;
+}

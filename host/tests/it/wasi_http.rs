@@ -377,6 +377,7 @@ async fn outbound_http_is_denied_unless_the_agent_allows_it() {
         "name_only",
         "small",
         "slow",
+        "by_socket",
     ];
     for name in agents {
         std::fs::copy(
@@ -386,6 +387,11 @@ async fn outbound_http_is_denied_unless_the_agent_allows_it() {
         .unwrap();
     }
     let kdl = r#"
+        agent "by_socket" {
+            outbound {
+                allow "127.0.0.1:PORT"
+            }
+        }
         agent "by_address" {
             outbound {
                 allow "127.0.0.1"
@@ -413,8 +419,9 @@ async fn outbound_http_is_denied_unless_the_agent_allows_it() {
                 timeout "300ms"
             }
         }
-    "#;
-    let server = Server::start(config(dir.path(), kdl)).await;
+    "#
+    .replace("PORT", &port.to_string());
+    let server = Server::start(config(dir.path(), &kdl)).await;
     let client = client();
     let fetch = |agent: &str, target: &str| server.url(&format!("/agents/{agent}/fetch?{target}"));
     let ip = format!("http://127.0.0.1:{port}");
@@ -433,6 +440,14 @@ async fn outbound_http_is_denied_unless_the_agent_allows_it() {
         (
             "name_only",
             format!("{name}/small"),
+            502,
+            "HttpRequestDenied",
+        ),
+        // An address with a port admits that port alone.
+        ("by_socket", format!("{ip}/small"), 200, "from upstream"),
+        (
+            "by_socket",
+            format!("http://127.0.0.1:{}/small", port ^ 1),
             502,
             "HttpRequestDenied",
         ),

@@ -223,6 +223,16 @@ fn check_jwt(
 ) -> Result<serde_json::Map<String, serde_json::Value>, (&'static str, String)> {
     let header = decode_header(token)
         .map_err(|_| ("jwt-malformed", "the token is malformed".to_string()))?;
+    // RFC 7515 §4.1.11: a token naming extensions the receiver must
+    // understand is rejected unless it understands them all; this filter
+    // understands none (and an empty list is itself invalid).
+    if let Some(crit) = &header.crit {
+        let named: Vec<&str> = crit.iter().map(|c| c.as_str()).take(4).collect();
+        return Err((
+            "jwt-crit",
+            format!("the token requires extensions this host does not support: {named:?}"),
+        ));
+    }
     if !s.algorithms.contains(&header.alg) {
         return Err((
             "jwt-algorithm",
