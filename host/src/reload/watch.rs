@@ -1,6 +1,8 @@
 //! Watching the agents directory and the configuration file (`notify`,
 //! debounced): a path that has been quiet for [`QUIET`] becomes a reload
-//! trigger. Files still being written produce no trigger until they stop.
+//! trigger, if what it holds changed. Files still being written produce no
+//! trigger until they stop; files only read (by the reload itself, a
+//! backup, an editor opening them) produce none.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,6 +36,8 @@ pub fn watch(
         None => None,
     };
     let (agents_in, config_in) = (agents.clone(), config.clone());
+    let mut seen_config = config.as_deref().map(stamp);
+    let mut seen_files = dir_stamps(&agents);
     let mut debouncer = new_debouncer(QUIET, move |events: DebounceEventResult| match events {
         Ok(events) => {
             let settled = events
@@ -44,6 +48,18 @@ pub fn watch(
             for path in settled {
                 config |= config_in.as_deref() == Some(path);
                 files |= path.parent() == Some(agents_in.as_path()) && !hidden(path);
+            }
+            // An event is only a hint: what counts is whether the file's
+            // stamp (size, times, inode) moved since the last look.
+            if config {
+                let now = config_in.as_deref().map(stamp);
+                config = now != seen_config;
+                seen_config = now;
+            }
+            if files || config {
+                let now = dir_stamps(&agents_in);
+                files = now != seen_files;
+                seen_files = now;
             }
             if config {
                 handle.config();
@@ -85,6 +101,34 @@ fn canonical_file(file: &Path) -> Result<PathBuf, String> {
         .canonicalize()
         .map_err(|e| format!("`{}`: {e}", dir.display()))?;
     Ok(dir.join(name))
+}
+
+/// What a file is now, without reading it (reading would be an event of
+/// its own): `None` when it is not there.
+type Stamp = Option<(u64, u64, std::time::SystemTime, std::time::SystemTime)>;
+
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    Some((
+        meta.len(),
+        meta.ino(),
+        meta.modified().ok()?,
+        std::time::UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32),
+    ))
+}
+
+/// The stamps of the directory's files that could be components.
+fn dir_stamps(dir: &Path) -> Vec<(std::ffi::OsString, Stamp)> {
+    let mut stamps: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| !hidden(&e.path()))
+        .map(|e| (e.file_name(), stamp(&e.path())))
+        .collect();
+    stamps.sort();
+    stamps
 }
 
 /// Editors' and `wharf sign`'s temporary files.

@@ -462,3 +462,42 @@ fn a_file_deleted_while_it_compiles_is_not_loaded() {
         );
     }
 }
+
+/// The reloads of `trigger` so far, whatever their outcome.
+async fn reloads(server: &Server, trigger: &str) -> f64 {
+    let mut total = 0.0;
+    for outcome in ["applied", "rejected"] {
+        let sample = format!("wharf_reloads_total{{trigger=\"{trigger}\",outcome=\"{outcome}\"}}");
+        total += metric(server, &sample).await;
+    }
+    total
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_edit_is_one_reload_and_reading_the_files_triggers_nothing() {
+    let site = Site::new(&["hello"], &greeting_config(1));
+    let server = Server::start_file(&site.config_path()).await;
+    // Loading read every file at start: that alone reloads nothing.
+    tokio::time::sleep(wharf::reload::QUIET * 10).await;
+    assert_eq!(reloads(&server, "config").await, 0.0);
+    assert_eq!(reloads(&server, "files").await, 0.0);
+
+    site.write_config(&greeting_config(2));
+    wait_until("the edit applied", || async {
+        post(&server.url("/agents/hello"), "x").await.text() == "G2, x!\n"
+    })
+    .await;
+    // The reload read the file (and the agents) again; were that seen as
+    // a change, it would reload every QUIET, forever.
+    tokio::time::sleep(wharf::reload::QUIET * 10).await;
+    assert_eq!(reloads(&server, "config").await, 1.0);
+    assert_eq!(reloads(&server, "files").await, 0.0);
+
+    // Reading or touching without a change triggers nothing either.
+    let _ = std::fs::read(site.config_path()).unwrap();
+    let _ = std::fs::read(site.agent("hello")).unwrap();
+    tokio::time::sleep(wharf::reload::QUIET * 10).await;
+    assert_eq!(reloads(&server, "config").await, 1.0);
+    assert_eq!(reloads(&server, "files").await, 0.0);
+    server.stop().await;
+}

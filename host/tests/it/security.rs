@@ -184,3 +184,57 @@ async fn a_declared_length_past_the_limit_is_refused_at_once() {
     assert_eq!(post(&server.url("/agents/echo"), "ok").await.text(), "ok");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_unix_socket_appears_with_its_mode_already_set() {
+    use notify_debouncer_mini::notify::{
+        self, EventKind, RecursiveMode, Watcher, event::ModifyKind,
+    };
+    use std::os::unix::fs::PermissionsExt;
+    let dir = agents_dir(&["echo"]);
+    let sockets = tempfile::tempdir().unwrap();
+    let socket = sockets.path().join("wharf.sock");
+    // Every event the kernel reports in the socket's directory, in order.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut watcher = notify::recommended_watcher(tx).unwrap();
+    watcher
+        .watch(sockets.path(), RecursiveMode::NonRecursive)
+        .unwrap();
+    let kdl = format!(
+        "binary {{ unix \"{}\" {{ mode \"600\" }} }}\n",
+        socket.display()
+    );
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    drop(watcher);
+    // Made at the socket's path, it would be there (with the umask's mode)
+    // until a chmod: it must arrive there whole, renamed into place.
+    let at_path: Vec<EventKind> = rx
+        .try_iter()
+        .map(Result::unwrap)
+        .filter(|e| e.paths.iter().any(|p| p == &socket))
+        .map(|e| e.kind)
+        .collect();
+    assert!(
+        at_path
+            .iter()
+            .any(|k| matches!(k, EventKind::Modify(ModifyKind::Name(_)))),
+        "{at_path:?}"
+    );
+    assert!(
+        !at_path.iter().any(|k| matches!(k, EventKind::Create(_))),
+        "the socket was created at its path: {at_path:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(sockets.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        [std::ffi::OsString::from("wharf.sock")],
+        "nothing else is left"
+    );
+    assert_eq!(post(&server.url("/agents/echo"), "ok").await.text(), "ok");
+    server.stop().await;
+}

@@ -243,16 +243,29 @@ fn bind_unix(socket: &UnixSocket) -> Result<UnixListener, String> {
             ));
         }
     }
+    // Bound in a directory only this process can enter, given its mode
+    // and owner there, then renamed into place: nobody can connect to it
+    // before it has the permissions the configuration asks for.
+    let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => parent,
+        None => std::path::Path::new("."),
+    };
+    let private = tempfile::Builder::new()
+        .prefix(".wharf-socket-")
+        .tempdir_in(parent)
+        .map_err(|e| format!("cannot prepare {shown}: {e}"))?;
+    let staged = private.path().join("socket");
     let listener =
-        UnixListener::bind(path).map_err(|e| format!("cannot listen on {shown}: {e}"))?;
+        UnixListener::bind(&staged).map_err(|e| format!("cannot listen on {shown}: {e}"))?;
     if let Some(mode) = socket.mode {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))
             .map_err(|e| format!("cannot set the mode of {shown}: {e}"))?;
     }
     if let Some(owner) = &socket.owner {
         let (uid, gid) = owner.resolve()?;
-        std::os::unix::fs::chown(path, uid, gid)
+        std::os::unix::fs::chown(&staged, uid, gid)
             .map_err(|e| format!("cannot give {shown} to `{owner}`: {e}"))?;
     }
+    std::fs::rename(&staged, path).map_err(|e| format!("cannot listen on {shown}: {e}"))?;
     Ok(listener)
 }
