@@ -37,6 +37,12 @@ impl wharf_guest::a2a::Guest for Scribe {
                     x = std::hint::black_box(x.wrapping_add(1));
                 }
             }
+            ["sleep", n] => {
+                // Blocked in a host call, out of the epoch's reach.
+                let secs = n.parse().unwrap_or(30);
+                std::thread::sleep(std::time::Duration::from_secs(secs));
+                Ok(Outcome::completed("slept"))
+            }
             ["fail"] => Err(Error::Unavailable("asked to fail".into())),
             ["reject"] => Err(Error::BadRequest("I will not write that".into())),
             ["flood"] => {

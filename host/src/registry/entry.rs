@@ -10,7 +10,9 @@ use sha2::{Digest, Sha256};
 
 use super::{AgentEntry, CardInfo, FilterEntry, Origin, Stamp};
 use crate::config::{Config, FilterPolicy};
-use crate::runtime::{CacheOutcome, FilterPres, GuestIdentity, Prepared, Runtime, wants_preinit};
+use crate::runtime::{
+    CacheOutcome, FilterPres, GuestIdentity, Prepared, Runtime, wants_preinit, watched,
+};
 
 /// What one file loaded as.
 pub(super) enum Loaded {
@@ -141,9 +143,10 @@ pub(super) fn load_one(
                 (pres, None)
             };
             let image = runtime.filter_image(pres, identity, policy.limits);
+            let deadline = policy.limits.deadline;
             let phases = image
                 .instantiate()
-                .and_then(|mut live| live.phases())
+                .and_then(|mut live| watched(deadline, move || live.phases()))
                 .map_err(|e| format!("phases() failed: {e}"))?;
             if phases.is_empty() {
                 return Err("the filter registers for no phase".into());
@@ -169,9 +172,10 @@ pub(super) fn load_one(
         Prepared::Agent(pre) => {
             let policy = config.policy_for(name);
             let image = runtime.agent_image(pre, agent_identity(name, &policy), policy.limits);
+            let deadline = policy.limits.deadline;
             let card = image
                 .instantiate()
-                .and_then(|mut live| live.describe())
+                .and_then(|mut live| watched(deadline, move || live.describe()))
                 .map_err(|e| format!("describe() failed: {e}"))?;
             if image.serves_a2a() {
                 origin.world = "a2a-agent";

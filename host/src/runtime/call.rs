@@ -1,9 +1,11 @@
 //! Calls into guests: instantiating a prepared agent into a fresh store,
-//! bounding each call (epoch deadline, memory limiter), and classifying
-//! every way a call can fail.
+//! bounding each call (epoch deadline, memory limiter, and an outer clock
+//! for a guest blocked in a host call), and classifying every way a call
+//! can fail.
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
@@ -53,6 +55,39 @@ impl From<GuestError> for CallError {
             GuestError::Unavailable(m) => CallError::Unavailable(m),
             GuestError::Internal(m) => CallError::Internal(m),
         }
+    }
+}
+
+/// Runs an async guest call until `deadline`. The epoch stops a guest
+/// running wasm code, but not one blocked in a host call (a sleep, a poll):
+/// past the deadline the call's future is dropped and `None` answered. The
+/// caller leaves its instance marked in a call, so it is never used again.
+pub(super) async fn by_deadline<T>(deadline: Instant, call: impl Future<Output = T>) -> Option<T> {
+    tokio::time::timeout_at(deadline.into(), call).await.ok()
+}
+
+/// Runs a synchronous (load-time) guest call on a thread of its own and
+/// waits at most `limit`: a guest blocked in a host call cannot be
+/// interrupted, so past the limit the call is given up as past its
+/// deadline, and its thread, with the instance it holds, ends when the
+/// host call does.
+pub fn watched<T: Send + 'static>(
+    limit: Duration,
+    call: impl FnOnce() -> Result<T, CallError> + Send + 'static,
+) -> Result<T, CallError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("wharf-load-call".into())
+        .spawn(move || {
+            let _ = tx.send(call());
+        })
+        .map_err(|e| CallError::Internal(format!("cannot start the call: {e}")))?;
+    match rx.recv_timeout(limit) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(CallError::Deadline),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(CallError::Internal(
+            "the call's thread ended without an answer".into(),
+        )),
     }
 }
 
@@ -221,15 +256,23 @@ impl AgentImage {
                 a2a: None,
                 ..
             } => {
-                let agent = pre_async.instantiate_async(&mut store).await;
+                let deadline = store.data().deadline_at;
+                let agent = by_deadline(deadline, pre_async.instantiate_async(&mut store)).await;
+                let agent = agent.ok_or(CallError::Deadline)?;
                 Live::new(store, agent.map(Exports::Agent), self.limits)
             }
             Kind::Agent { pre_async, a2a, .. } => {
-                let instance = pre_async.instance_pre().instantiate_async(&mut store).await;
+                let deadline = store.data().deadline_at;
+                let made = pre_async.instance_pre().instantiate_async(&mut store);
+                let instance = by_deadline(deadline, made)
+                    .await
+                    .ok_or(CallError::Deadline)?;
                 self.live(store, instance, a2a)
             }
             Kind::Http(pre) => {
-                let proxy = pre.instantiate_async(&mut store).await;
+                let deadline = store.data().deadline_at;
+                let proxy = by_deadline(deadline, pre.instantiate_async(&mut store)).await;
+                let proxy = proxy.ok_or(CallError::Deadline)?;
                 Live::new(store, proxy.map(Exports::Http), self.limits)
             }
         }
@@ -318,10 +361,10 @@ impl Live<Exports> {
         self.begin(req, true);
         let func = agent(&self.exports)?.func_handle();
         let guest_req = guest_request(req, &mut self.scratch);
-        let result = func
-            .call_async(&mut self.store, (guest_req,))
-            .await
-            .map(|(r,)| r);
+        let deadline = self.store.data().deadline_at;
+        let called = by_deadline(deadline, func.call_async(&mut self.store, (guest_req,))).await;
+        // Past the deadline `in_call` stays set: the instance is abandoned.
+        let result = called.ok_or(CallError::Deadline)?.map(|(r,)| r);
         self.in_call = false;
         self.finish(result)
     }
@@ -370,7 +413,10 @@ impl Live<Exports> {
         self.store.data_mut().may_yield = true;
         self.arm_deadline();
         self.in_call = true;
-        let result = func.call_async(&mut self.store, ()).await;
+        let deadline = self.store.data().deadline_at;
+        let result = by_deadline(deadline, func.call_async(&mut self.store, ()))
+            .await
+            .ok_or(CallError::Deadline)?;
         self.in_call = false;
         result.map(|(h,)| h).map_err(|e| classify(&self.store, e))
     }

@@ -11,7 +11,7 @@ use http::{HeaderName, HeaderValue, StatusCode};
 use wasmtime::Engine;
 
 use super::bindings::{Filter, FilterPre, GuestDecision, GuestHeaderOp, GuestPhases, GuestVerdict};
-use super::call::{CallError, Live, classify, new_store};
+use super::call::{CallError, Live, by_deadline, classify, new_store};
 use super::convert::{decode_headers, encode_request, host_owned};
 use super::state::{GuestIdentity, GuestState};
 use crate::config::Limits;
@@ -63,7 +63,10 @@ impl FilterImage {
     /// A new instance on a fiber that yields at every epoch tick.
     pub async fn instantiate_async(&self) -> Result<FilterLive, CallError> {
         let mut store = new_store(&self.engine, &self.identity, &self.limits, true);
-        let filter = self.pre_async.instantiate_async(&mut store).await;
+        let deadline = store.data().deadline_at;
+        let filter = by_deadline(deadline, self.pre_async.instantiate_async(&mut store))
+            .await
+            .ok_or(CallError::Deadline)?;
         Live::new(store, filter, self.limits)
     }
 }
@@ -106,36 +109,43 @@ impl Live<Filter> {
         self.store.data_mut().route_values = route;
         let (head, headers) = encode_request(req, &mut self.scratch);
         let f = &self.exports;
+        let deadline = self.store.data().deadline_at;
         let store = &mut self.store;
-        let result = match (phase, resp) {
-            (Phase::RequestHeaders, _) => {
-                let func = f.func_on_request_headers();
-                func.call_async(store, (head, headers)).await
+        let call = async move {
+            match (phase, resp) {
+                (Phase::RequestHeaders, _) => {
+                    let func = f.func_on_request_headers();
+                    func.call_async(store, (head, headers)).await
+                }
+                (Phase::RequestBody, _) => {
+                    let func = f.func_on_request_body();
+                    func.call_async(store, (head, headers, &req.body[..])).await
+                }
+                (Phase::ResponseHeaders, Some(resp)) => {
+                    let resp_headers = super::encode_headers(&resp.headers);
+                    let func = f.func_on_response_headers();
+                    let args = (head, headers, resp.status.as_u16(), &resp_headers[..]);
+                    func.call_async(store, args).await
+                }
+                (Phase::ResponseBody, Some(resp)) => {
+                    let resp_headers = super::encode_headers(&resp.headers);
+                    let func = f.func_on_response_body();
+                    let args = (
+                        head,
+                        headers,
+                        resp.status.as_u16(),
+                        &resp_headers[..],
+                        &resp.body[..],
+                    );
+                    func.call_async(store, args).await
+                }
+                (_, None) => unreachable!("response phases are always given the response"),
             }
-            (Phase::RequestBody, _) => {
-                let func = f.func_on_request_body();
-                func.call_async(store, (head, headers, &req.body[..])).await
-            }
-            (Phase::ResponseHeaders, Some(resp)) => {
-                let resp_headers = super::encode_headers(&resp.headers);
-                let func = f.func_on_response_headers();
-                let args = (head, headers, resp.status.as_u16(), &resp_headers[..]);
-                func.call_async(store, args).await
-            }
-            (Phase::ResponseBody, Some(resp)) => {
-                let resp_headers = super::encode_headers(&resp.headers);
-                let func = f.func_on_response_body();
-                let args = (
-                    head,
-                    headers,
-                    resp.status.as_u16(),
-                    &resp_headers[..],
-                    &resp.body[..],
-                );
-                func.call_async(store, args).await
-            }
-            (_, None) => unreachable!("response phases are always given the response"),
         };
+        // Past the deadline `in_call` stays set: the instance is abandoned.
+        let result = by_deadline(deadline, call)
+            .await
+            .ok_or(CallError::Deadline)?;
         self.in_call = false;
         self.store.data_mut().route_values = None;
         match result {

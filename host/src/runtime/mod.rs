@@ -24,7 +24,7 @@ use wasmtime::component::{Component, Linker};
 
 pub use bindings::{Card, Health, Skill};
 pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
-pub use call::{AgentImage, CallError, Exports, Live};
+pub use call::{AgentImage, CallError, Exports, Live, watched};
 pub use convert::{decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
 #[cfg(feature = "fuzzing")]

@@ -22,7 +22,7 @@ use wasmtime::Store;
 use wasmtime::component::{Component, Instance, Lift, WasmList};
 use wasmtime_wizer::{ComponentInstanceState, Wizer};
 
-use super::call::{classify, new_store};
+use super::call::{classify, new_store, watched};
 use super::state::{GuestIdentity, GuestState};
 use super::{CacheOutcome, Runtime};
 use crate::config::Limits;
@@ -98,8 +98,17 @@ impl Runtime {
         let init = instance
             .get_typed_func::<(), ()>(&mut store, PREINIT)
             .map_err(|e| format!("its `preinit` export is not `func()`: {e:#}"))?;
-        init.call(&mut store, ())
-            .map_err(|e| format!("preinit() failed: {}", classify(&store, e)))?;
+        // On a watched thread: a `preinit` blocked in a host call (a sleep)
+        // is given up at its deadline like one spinning in wasm code.
+        let called = watched(limits.deadline, move || {
+            Ok(match init.call(&mut store, ()) {
+                Ok(()) => Ok(store),
+                Err(e) => Err(classify(&store, e)),
+            })
+        });
+        let mut store = called
+            .and_then(|r| r)
+            .map_err(|e| format!("preinit() failed: {e}"))?;
         let mut state = Snapshotting {
             store: &mut store,
             instance,

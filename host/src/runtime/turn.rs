@@ -14,9 +14,19 @@ use super::bindings::{
     A2aHost, ContentParam, ContentResult, GuestArtifact, GuestError, GuestOutcome, GuestRole,
     GuestTurn, GuestTurnState, MessageParam, MessageResult, PartParam, PartResult,
 };
-use super::call::{CallError, Live, classify};
+use super::call::{CallError, Live, by_deadline, classify};
 use super::state::GuestState;
 use crate::request::{Request, Turn, TurnEvent};
+
+/// How often a turn blocked in a host call looks at its cancel flag.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Resolves once `flag` is set.
+async fn canceled(flag: &std::sync::atomic::AtomicBool) {
+    while !flag.load(Ordering::Relaxed) {
+        tokio::time::sleep(CANCEL_POLL).await;
+    }
+}
 
 /// Most events one turn may report; past it the turn fails.
 const MAX_TURN_EVENTS: u32 = 10_000;
@@ -63,10 +73,16 @@ impl Live {
         };
         let a2a = self.a2a.as_ref().expect("checked above");
         let func = a2a.wharf_plugin_a2a_handler().func_on_message();
-        let result = func
-            .call_async(&mut self.store, (guest_turn,))
-            .await
-            .map(|(r,)| r);
+        let deadline = self.store.data().deadline_at;
+        let call = func.call_async(&mut self.store, (guest_turn,));
+        // The epoch sees a cancel only in wasm code; a guest blocked in a
+        // host call is stopped by these. Either way `in_call` stays set and
+        // the instance is abandoned.
+        let result = tokio::select! {
+            called = by_deadline(deadline, call) => called.ok_or(CallError::Deadline)?,
+            () = canceled(&turn.cancel) => return Err(CallError::Canceled),
+        }
+        .map(|(r,)| r);
         self.in_call = false;
         let canceled = turn.cancel.load(Ordering::Relaxed);
         let data = self.store.data_mut();

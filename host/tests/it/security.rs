@@ -238,3 +238,86 @@ async fn the_unix_socket_appears_with_its_mode_already_set() {
     assert_eq!(post(&server.url("/agents/echo"), "ok").await.text(), "ok");
     server.stop().await;
 }
+
+/// How long `f` took, and what it answered.
+async fn timed<T>(f: impl std::future::Future<Output = T>) -> (std::time::Duration, T) {
+    let began = std::time::Instant::now();
+    let out = f.await;
+    (began.elapsed(), out)
+}
+
+/// Each guest below sleeps 30 s in a host call under a 1 s deadline; had
+/// the deadline not held, the answer would take the 30 s.
+const SLEPT_THROUGH: std::time::Duration = std::time::Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_guest_blocked_in_a_host_call_ends_at_its_deadline() {
+    let dir = agents_dir(&["sleeper", "scribe", "echo", "probe"]);
+    copy_guest(dir.path(), "sleeper", "drowsy");
+    let kdl = "agent \"sleeper\" { deadline \"1s\"; retries 0 }\n\
+               agent \"scribe\" { deadline \"1s\" }\n\
+               agent \"echo\" { filters \"probe\" }\n\
+               filter \"probe\" { deadline \"1s\" }\n\
+               agent \"drowsy\" { deadline \"1s\"; config { describe-sleep \"30\" } }\n";
+    let server = Server::start(config(dir.path(), kdl)).await;
+
+    // A component whose describe() sleeps is refused at load, in time.
+    let refused = &server.pipeline().registry().snapshot().refused;
+    let why = format!("{refused:?}");
+    assert!(why.contains("drowsy") && why.contains("deadline"), "{why}");
+
+    // An agent's call: 504 at the deadline.
+    let (took, reply) = timed(post(&server.url("/agents/sleeper"), "30")).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::GATEWAY_TIMEOUT,
+        "{}",
+        reply.text()
+    );
+    assert!(took < SLEPT_THROUGH, "answered after {took:?}");
+
+    // A filter's phase: the request fails as the filter's deadline says.
+    let (took, reply) = timed(send(
+        &client(),
+        Method::POST,
+        &server.url("/agents/echo"),
+        &[("x-probe-probe", "rh:sleep:30")],
+        "x",
+    ))
+    .await;
+    assert_eq!(
+        reply.status,
+        StatusCode::GATEWAY_TIMEOUT,
+        "{}",
+        reply.text()
+    );
+    assert!(took < SLEPT_THROUGH, "answered after {took:?}");
+
+    // An A2A turn: the task fails, naming its deadline.
+    let (took, made) = timed(rpc(
+        &server,
+        "scribe",
+        &[V1, JSON],
+        &call("SendMessage", send_params("sleep 30")),
+    ))
+    .await;
+    let task = made.json()["result"]["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+    assert!(took < SLEPT_THROUGH, "answered after {took:?}");
+
+    // Nothing was held: the same agents answer at once.
+    assert_eq!(
+        post(&server.url("/agents/sleeper"), "0").await.text(),
+        "awake"
+    );
+    let reply = send(
+        &client(),
+        Method::POST,
+        &server.url("/agents/echo"),
+        &[],
+        "ok",
+    )
+    .await;
+    assert_eq!(reply.text(), "ok");
+    server.stop().await;
+}

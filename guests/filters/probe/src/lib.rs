@@ -101,6 +101,13 @@ fn run(phase: &'static str, headers: &[u8], body_len: Option<usize>) -> Verdict 
             "rule" => v.rule(&arg(1), &rest(2)),
             "tag" => v.tag(&arg(1)),
             "trap" => panic!("probe told to trap"),
+            "sleep" => {
+                // Blocked in a host call (a clock poll), out of the
+                // epoch's reach.
+                let secs = arg(1).parse().unwrap_or(30);
+                std::thread::sleep(std::time::Duration::from_secs(secs));
+                v
+            }
             "spin" => loop {
                 std::hint::spin_loop();
             },
