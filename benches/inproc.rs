@@ -34,7 +34,12 @@ pub fn pipeline(guests: &[(&str, &str)], kdl: &str) -> (Arc<Pipeline>, tempfile:
     let snapshot = load_dir(&runtime, &config, dir.path()).unwrap();
     eprintln!("loaded in {:?}", started.elapsed());
     assert!(snapshot.refused.is_empty(), "{:?}", snapshot.refused);
-    let pipeline = Pipeline::new(snapshot, Metrics::new(), AuditLog::off());
+    let pipeline = Pipeline::new(
+        snapshot,
+        Metrics::new(),
+        AuditLog::off(),
+        wharf::streams::Streams::new(512, 32),
+    );
     (pipeline, dir)
 }
 

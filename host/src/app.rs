@@ -167,7 +167,11 @@ impl App {
         let audit = AuditLog::open(&config.audit).map_err(StartError::Audit)?;
         let metrics = Metrics::new();
         let a2a = open_tasks(&config, &metrics).await?;
-        let pipeline = Pipeline::new(snapshot, metrics.clone(), audit);
+        let streams = crate::streams::Streams::new(
+            config.server.stream_limit(),
+            config.server.streams_per_client,
+        );
+        let pipeline = Pipeline::new(snapshot, metrics.clone(), audit, streams);
         if let Some(settings) = &config.cluster {
             let cluster = crate::cluster::Cluster::connect(settings.clone(), metrics)
                 .await

@@ -22,6 +22,7 @@ pub mod request;
 pub mod router;
 pub mod runtime;
 pub mod stream;
+pub mod streams;
 pub mod toolchain;
 pub mod topics;
 pub mod transport;

@@ -43,6 +43,9 @@ pub enum PipelineError {
     /// The request went to another node, which gave no answer.
     #[error(transparent)]
     Forward(#[from] crate::cluster::ForwardError),
+    /// A long-lived stream past the host's budget.
+    #[error(transparent)]
+    Streams(#[from] crate::streams::StreamRefusal),
 }
 
 impl PipelineError {
@@ -53,6 +56,8 @@ impl PipelineError {
             PipelineError::Topic(_) => 400,
             PipelineError::Composition(status, _) => *status,
             PipelineError::Forward(err) => err.status(),
+            PipelineError::Streams(crate::streams::StreamRefusal::Client(_)) => 429,
+            PipelineError::Streams(crate::streams::StreamRefusal::Host(_)) => 503,
             PipelineError::Body(BodyError::TooLarge(_)) => 413,
             PipelineError::Body(BodyError::Unreadable) => 400,
             PipelineError::Route(err) => error_status(err),
@@ -179,10 +184,17 @@ pub struct Pipeline {
     peers: Arc<crate::compose::Link>,
     /// The other nodes, when this one is in a cluster.
     cluster: std::sync::OnceLock<Arc<Cluster>>,
+    /// Long-lived streams open, within their budget.
+    streams: Arc<crate::streams::Streams>,
 }
 
 impl Pipeline {
-    pub fn new(snapshot: Snapshot, metrics: Metrics, audit: AuditLog) -> Arc<Self> {
+    pub fn new(
+        snapshot: Snapshot,
+        metrics: Metrics,
+        audit: AuditLog,
+        streams: Arc<crate::streams::Streams>,
+    ) -> Arc<Self> {
         let stages = Stages::rebuild(&snapshot, &metrics, &Stages::default());
         let pipeline = Arc::new_cyclic(|me: &Weak<Pipeline>| Pipeline {
             registry: Registry::new(snapshot),
@@ -192,6 +204,7 @@ impl Pipeline {
             metrics,
             audit,
             cluster: std::sync::OnceLock::new(),
+            streams,
         });
         pipeline.subscribe_agents();
         pipeline
@@ -465,12 +478,14 @@ impl Pipeline {
     where
         F: FnOnce(Request) -> BoxFuture<'s, Result<Response, PipelineError>>,
     {
+        let client = req.client.map(|c| c.ip());
         if chain.is_empty() {
             admit_body(gate, &mut req, body).await?;
-            return answer(req).await;
+            return Ok(self.streams.admit(client, answer(req).await?)?);
         }
         let mut run = ChainRun::new(chain, gate.filter_values);
         let result = filtered(gate, &mut run, &mut req, body, answer).await;
+        let result = result.and_then(|resp| Ok(self.streams.admit(client, resp)?));
         let (verdicts, late_metadata) = run.finish();
         if !verdicts.is_empty() {
             let status = match &result {

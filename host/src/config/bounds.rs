@@ -20,6 +20,8 @@ const COUNTS: &[(&str, u64, u64)] = &[
     ("concurrency", 1, 65_536),
     ("retries", 0, 10),
     ("connections", 1, 1_000_000),
+    ("streams", 1, 1_000_000),
+    ("streams-per-client", 1, 1_000_000),
     ("in-flight", 1, 4096),
     ("max", 1, 1024),
     ("max-uses", 1, 1_000_000_000_000),

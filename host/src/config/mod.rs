@@ -148,6 +148,19 @@ pub struct Server {
     pub shutdown_grace: Duration,
     /// Largest `.wasm` file the loader reads, in bytes.
     pub component_size: u64,
+    /// Long-lived streams (topic watches, A2A streams, streamed answers)
+    /// open at once; `None`: half the connections. Always fewer than the
+    /// connections, so streams cannot hold every slot.
+    pub streams: Option<usize>,
+    /// Of those, the most one client address may hold.
+    pub streams_per_client: usize,
+}
+
+impl Server {
+    /// The streams budget in all.
+    pub fn stream_limit(&self) -> usize {
+        self.streams.unwrap_or(self.connections / 2).max(1)
+    }
 }
 
 impl Default for Server {
@@ -159,6 +172,8 @@ impl Default for Server {
             request_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
             component_size: 64 << 20,
+            streams: None,
+            streams_per_client: 32,
         }
     }
 }

@@ -58,6 +58,8 @@ const SERVER: &[&str] = &[
     "request-timeout",
     "shutdown-grace",
     "component-size",
+    "streams",
+    "streams-per-client",
 ];
 const AGENT: &[&str] = &[
     "card",
@@ -280,8 +282,24 @@ impl Walker {
                 "request-timeout" => set(&mut s.request_timeout, self.duration(child)),
                 "shutdown-grace" => set(&mut s.shutdown_grace, self.duration(child)),
                 "component-size" => set(&mut s.component_size, self.size(child)),
+                "streams" => s.streams = self.count(child).or(s.streams),
+                "streams-per-client" => set(&mut s.streams_per_client, self.count(child)),
                 _ => self.unknown(child, "in `server`", SERVER),
             }
+        }
+        if let Some(streams) = s.streams
+            && streams >= s.connections
+        {
+            self.problems.push(
+                Problem::new(
+                    node.name().span(),
+                    format!(
+                        "`streams {streams}` would let streams hold all {} connections",
+                        s.connections
+                    ),
+                )
+                .help("keep `streams` below `connections`, so plain requests always find a slot"),
+            );
         }
     }
 

@@ -16,6 +16,7 @@ use crate::pipeline::PipelineError;
 use crate::request::BodyError;
 use crate::router::RouteError;
 use crate::runtime::CallError;
+use crate::streams::StreamRefusal;
 
 /// An error answer: `{"error": {"code": …, "message": …}}`, with a
 /// `Retry-After` header when the client should come back later.
@@ -79,6 +80,13 @@ impl From<&PipelineError> for ApiError {
                     ForwardError::Failed(_) => (S::BAD_GATEWAY, "forward_failed"),
                 };
                 ApiError::new(status, code, forward.to_string())
+            }
+            PipelineError::Streams(refusal) => {
+                let (status, code) = match refusal {
+                    StreamRefusal::Client(_) => (S::TOO_MANY_REQUESTS, "too_many_streams"),
+                    StreamRefusal::Host(_) => (S::SERVICE_UNAVAILABLE, "streams_full"),
+                };
+                ApiError::new(status, code, refusal.to_string()).retry_after(Duration::from_secs(1))
             }
             PipelineError::Body(BodyError::TooLarge(limit)) => ApiError::body_too_large(*limit),
             PipelineError::Body(BodyError::Unreadable) => ApiError::new(

@@ -321,3 +321,67 @@ async fn a_guest_blocked_in_a_host_call_ends_at_its_deadline() {
     assert_eq!(reply.text(), "ok");
     server.stop().await;
 }
+
+/// A client whose connections come from `ip` (any of 127.0.0.0/8 reaches
+/// the server on loopback).
+fn client_from(ip: &str) -> HttpClient {
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_local_address(Some(ip.parse().unwrap()));
+    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(connector)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_lived_streams_have_a_budget_that_cannot_starve_requests() {
+    let dir = agents_dir(&["echo"]);
+    let kdl = "server { connections 8; streams 4; streams-per-client 2 }\n";
+    let server = Server::start(config(dir.path(), kdl)).await;
+    let watch = |ip: &'static str| {
+        let url = server.url("/topics/news.%3E");
+        async move { open(&client_from(ip), Method::GET, &url, "").await }
+    };
+    let a1 = watch("127.0.0.1").await;
+    let a2 = watch("127.0.0.1").await;
+    assert_eq!((a1.status(), a2.status()), (StatusCode::OK, StatusCode::OK));
+    // Past a client's share: 429 at once, with when to come back.
+    let a3 = watch("127.0.0.1").await;
+    assert_eq!(a3.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(a3.headers().contains_key("retry-after"));
+    let b1 = watch("127.0.0.2").await;
+    let b2 = watch("127.0.0.2").await;
+    assert_eq!((b1.status(), b2.status()), (StatusCode::OK, StatusCode::OK));
+    // Past the host's budget: 503 at once.
+    let c1 = watch("127.0.0.3").await;
+    assert_eq!(c1.status(), StatusCode::SERVICE_UNAVAILABLE);
+    drop((a3, c1));
+    // Four streams hold four of the eight connections; requests still
+    // find the rest, four of them at once.
+    let calls = (0..4).map(|i| {
+        let url = server.url("/agents/echo");
+        async move {
+            send(
+                &client_from("127.0.0.3"),
+                Method::POST,
+                &url,
+                &[],
+                format!("r{i}"),
+            )
+            .await
+        }
+    });
+    for (i, reply) in futures_util::future::join_all(calls)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(reply.text(), format!("r{i}"));
+    }
+    // A stream that ends gives its place back.
+    drop(a1);
+    wait_until("a place freed", || async {
+        watch("127.0.0.3").await.status() == StatusCode::OK
+    })
+    .await;
+    drop((a2, b1, b2));
+    server.stop().await;
+}

@@ -1,0 +1,163 @@
+//! The budget of long-lived streams (topic watches, A2A streams, streamed
+//! answers): at most so many open at once in all and per client address,
+//! fewer than the connection slots, so streams can never hold every slot
+//! and starve plain requests. A stream past the budget is refused at once
+//! (429 past the client's share, 503 past the total); an admitted one
+//! holds its place until its body ends or its client goes away.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use futures_util::Stream;
+
+use crate::request::{BodyStream, Response};
+
+/// Why a stream was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamRefusal {
+    #[error("this client has {0} streams open, the most it may")]
+    Client(usize),
+    #[error("this host has {0} streams open, the most it keeps")]
+    Host(usize),
+}
+
+/// Open streams, counted in all and per client address.
+pub struct Streams {
+    total: usize,
+    per_client: usize,
+    open: Mutex<Open>,
+}
+
+#[derive(Default)]
+struct Open {
+    total: usize,
+    by_client: HashMap<IpAddr, usize>,
+}
+
+impl Streams {
+    pub fn new(total: usize, per_client: usize) -> Arc<Streams> {
+        Arc::new(Streams {
+            total,
+            per_client,
+            open: Mutex::new(Open::default()),
+        })
+    }
+
+    /// `resp` as it may leave: unchanged when its body is whole, its stream
+    /// holding a place in the budget when one is free, else the refusal.
+    /// Clients with no address (a Unix socket) share the total only.
+    pub fn admit(
+        self: &Arc<Self>,
+        client: Option<IpAddr>,
+        mut resp: Response,
+    ) -> Result<Response, StreamRefusal> {
+        let Some(stream) = resp.stream.take() else {
+            return Ok(resp);
+        };
+        let place = self.take(client)?;
+        resp.stream = Some(Box::pin(Held {
+            stream,
+            _place: place,
+        }));
+        Ok(resp)
+    }
+
+    fn take(self: &Arc<Self>, client: Option<IpAddr>) -> Result<Place, StreamRefusal> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(ip) = client {
+            let mine = open.by_client.get(&ip).copied().unwrap_or(0);
+            if mine >= self.per_client {
+                return Err(StreamRefusal::Client(mine));
+            }
+        }
+        if open.total >= self.total {
+            return Err(StreamRefusal::Host(open.total));
+        }
+        open.total += 1;
+        if let Some(ip) = client {
+            *open.by_client.entry(ip).or_default() += 1;
+        }
+        Ok(Place {
+            streams: self.clone(),
+            client,
+        })
+    }
+
+    /// Streams open now.
+    pub fn open(&self) -> usize {
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).total
+    }
+}
+
+/// A place in the budget, given back on drop.
+struct Place {
+    streams: Arc<Streams>,
+    client: Option<IpAddr>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut open = self.streams.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.total = open.total.saturating_sub(1);
+        if let Some(ip) = self.client
+            && let Some(n) = open.by_client.get_mut(&ip)
+        {
+            *n -= 1;
+            if *n == 0 {
+                open.by_client.remove(&ip);
+            }
+        }
+    }
+}
+
+/// A stream that holds its place while it lives.
+struct Held {
+    stream: BodyStream,
+    _place: Place,
+}
+
+impl Stream for Held {
+    type Item = <BodyStream as Stream>::Item;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.stream.as_mut().poll_next(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn streamed() -> Response {
+        Response::event_stream(Box::pin(futures_util::stream::empty()))
+    }
+
+    #[test]
+    fn places_are_counted_per_client_and_in_all_and_given_back() {
+        let streams = Streams::new(3, 2);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let a1 = streams.admit(Some(a), streamed()).unwrap();
+        let a2 = streams.admit(Some(a), streamed()).unwrap();
+        assert_eq!(
+            streams.admit(Some(a), streamed()).err(),
+            Some(StreamRefusal::Client(2))
+        );
+        let b1 = streams.admit(Some(b), streamed()).unwrap();
+        assert_eq!(
+            streams.admit(None, streamed()).err(),
+            Some(StreamRefusal::Host(3))
+        );
+        // A whole body takes no place.
+        let whole = Response::new(http::StatusCode::OK, Default::default(), "x".into());
+        assert!(streams.admit(Some(b), whole).is_ok());
+        drop((a1, b1));
+        assert_eq!(streams.open(), 1);
+        assert!(streams.admit(Some(a), streamed()).is_ok());
+        drop(a2);
+    }
+}
