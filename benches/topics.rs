@@ -67,7 +67,7 @@ fn fan_out(c: &mut Criterion) {
     // 1,000 watchers on one pattern; each queue holds 16 events and drops
     // the oldest, so the queues stay full and every publish evicts.
     let watches: Vec<_> = (0..1_000)
-        .map(|_| bus.watch("orders.*", 16).unwrap())
+        .map(|_| bus.watch("orders.*", 16, usize::MAX).unwrap())
         .collect();
     g.bench_function("publish_1000", |b| {
         b.iter(|| black_box(bus.publish("orders.created", payload.clone()).unwrap()))

@@ -196,6 +196,7 @@ impl Pipeline {
         streams: Arc<crate::streams::Streams>,
     ) -> Arc<Self> {
         let stages = Stages::rebuild(&snapshot, &metrics, &Stages::default());
+        let max_payload = snapshot.config.as_ref().map(|c| c.topics.max_payload);
         let pipeline = Arc::new_cyclic(|me: &Weak<Pipeline>| Pipeline {
             registry: Registry::new(snapshot),
             stages: ArcSwap::from_pointee(stages),
@@ -206,6 +207,9 @@ impl Pipeline {
             cluster: std::sync::OnceLock::new(),
             streams,
         });
+        if let Some(max) = max_payload {
+            pipeline.bus.set_max_payload(max);
+        }
         pipeline.subscribe_agents();
         pipeline
     }
@@ -310,6 +314,9 @@ impl Pipeline {
     /// to `publish` must not race (the reloader makes them one at a time).
     pub fn publish(&self, snapshot: Snapshot) {
         let stages = Stages::rebuild(&snapshot, &self.metrics, &self.stages.load());
+        if let Some(config) = &snapshot.config {
+            self.bus.set_max_payload(config.topics.max_payload);
+        }
         self.registry.publish(snapshot);
         self.stages.store(Arc::new(stages));
         self.subscribe_agents();
@@ -419,7 +426,8 @@ impl Pipeline {
         let stages = self.stages.load_full();
         req.agent = "topics".into();
         let chain = stages.chains.topics().map_err(unserved)?;
-        let gate = default_gate();
+        let mut gate = default_gate();
+        gate.body_limit = self.bus.max_payload();
         let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
             let result = self.bus.publish(topic, req.body);
             Box::pin(async move {
@@ -453,7 +461,7 @@ impl Pipeline {
         let chain = stages.chains.topics().map_err(unserved)?;
         let gate = default_gate();
         let answer = |_req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
-            let watch = self.bus.watch(pattern, WATCH_QUEUE);
+            let watch = self.bus.watch(pattern, WATCH_QUEUE, WATCH_QUEUE_BYTES);
             Box::pin(async move {
                 let watch = watch.map_err(PipelineError::Topic)?;
                 Ok(crate::compose::watch_response(watch, pattern))
@@ -518,8 +526,10 @@ fn unserved(why: &str) -> PipelineError {
     PipelineError::Composition(503, why.to_string())
 }
 
-/// Events a client's watch holds before it drops the oldest.
+/// Events, and payload bytes, a client's watch holds before it drops the
+/// oldest.
 const WATCH_QUEUE: usize = 1024;
+const WATCH_QUEUE_BYTES: usize = 4 << 20;
 
 /// What a pipeline block or a topic admits: the default limits.
 fn default_gate() -> Gate<'static> {

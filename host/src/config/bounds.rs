@@ -46,6 +46,8 @@ const SIZES: &[(&str, u64, u64)] = &[
     ("response-body", 0, GIB),
     ("body-limit", 0, GIB),
     ("max-body", 0, GIB),
+    ("queue-bytes", KIB, GIB),
+    ("max-payload", 1, GIB),
     ("component-size", KIB, GIB),
     ("max-frame", 64, GIB),
     // hyper needs at least 8 KiB to read a request head.
@@ -59,6 +61,7 @@ const DURATIONS: &[(&str, Duration, Duration)] = &[
     ("header-timeout", Duration::from_millis(100), HOUR),
     ("request-timeout", MS, DAY),
     ("shutdown-grace", MS, HOUR),
+    ("write-timeout", Duration::from_millis(100), HOUR),
     ("frame-timeout", MS, HOUR),
     ("interval", Duration::from_millis(10), DAY),
     ("cool-down", MS, DAY),

@@ -128,8 +128,13 @@ pub struct Subscription {
     pub pattern: String,
     /// Events held for the agent at most; past it, `overflow` decides.
     pub queue: usize,
+    /// Payload bytes held for the agent at most (`queue-bytes`), likewise.
+    pub queue_bytes: usize,
     pub overflow: Overflow,
 }
+
+/// A subscription's `queue-bytes` unless it says otherwise.
+pub const DEFAULT_QUEUE_BYTES: usize = 16 << 20;
 
 /// What a full subscriber queue does with one more event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,7 +145,7 @@ pub enum Overflow {
     DropNewest,
 }
 
-pub(super) const SUBSCRIBE: &[&str] = &["queue", "overflow"];
+pub(super) const SUBSCRIBE: &[&str] = &["queue", "queue-bytes", "overflow"];
 const FLOWS: &[&str] = &["step", "sequential", "parallel", "fallback", "conditional"];
 
 impl Walker {
@@ -473,6 +478,7 @@ impl Walker {
         let mut sub = Subscription {
             pattern,
             queue: 1024,
+            queue_bytes: DEFAULT_QUEUE_BYTES,
             overflow: Overflow::DropOldest,
         };
         let mut seen = Seen::default();
@@ -488,6 +494,7 @@ impl Walker {
                     )),
                     other => set(&mut sub.queue, other),
                 },
+                "queue-bytes" => set(&mut sub.queue_bytes, self.usize_size(child)),
                 "overflow" => {
                     let Some((text, span)) = self.string(child) else {
                         continue;

@@ -84,6 +84,8 @@ pub struct Config {
     pub pipelines: BTreeMap<String, Composition>,
     /// The longest chain of calls between agents (`call-depth`).
     pub call_depth: usize,
+    /// `topics { … }`: the bus's limits.
+    pub topics: Topics,
     /// The nodes this one serves with as one service; none when `None`.
     pub cluster: Option<Cluster>,
 }
@@ -146,6 +148,9 @@ pub struct Server {
     pub request_timeout: Duration,
     /// Time in-flight requests get to finish on shutdown.
     pub shutdown_grace: Duration,
+    /// Time a write to a client may wait without progress before the
+    /// connection is closed (a client that stopped reading).
+    pub write_timeout: Duration,
     /// Largest `.wasm` file the loader reads, in bytes.
     pub component_size: u64,
     /// Long-lived streams (topic watches, A2A streams, streamed answers)
@@ -171,9 +176,25 @@ impl Default for Server {
             max_head: 64 << 10,
             request_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(30),
             component_size: 64 << 20,
             streams: None,
             streams_per_client: 32,
+        }
+    }
+}
+
+/// `topics { max-payload "1MiB" }`: the largest message a client or an
+/// agent may publish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Topics {
+    pub max_payload: usize,
+}
+
+impl Default for Topics {
+    fn default() -> Self {
+        Topics {
+            max_payload: 1 << 20,
         }
     }
 }
@@ -197,6 +218,7 @@ impl Default for Config {
             watch: true,
             pipelines: BTreeMap::new(),
             call_depth: DEFAULT_CALL_DEPTH,
+            topics: Topics::default(),
             cluster: None,
         }
     }

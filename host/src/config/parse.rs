@@ -42,6 +42,7 @@ const TOP: &[&str] = &[
     "call-depth",
     "cluster",
     "task-owner",
+    "topics",
 ];
 const LIMITS: &[&str] = &[
     "memory",
@@ -57,6 +58,7 @@ const SERVER: &[&str] = &[
     "max-head",
     "request-timeout",
     "shutdown-grace",
+    "write-timeout",
     "component-size",
     "streams",
     "streams-per-client",
@@ -165,6 +167,16 @@ impl Walker {
                 "a2a" => self.a2a(node, &mut config.a2a),
                 "watch" => set(&mut config.watch, self.boolean(node)),
                 "call-depth" => set(&mut config.call_depth, self.count(node)),
+                "topics" => {
+                    for child in self.block(node) {
+                        match child.name().value() {
+                            "max-payload" => {
+                                set(&mut config.topics.max_payload, self.usize_size(child))
+                            }
+                            _ => self.unknown(child, "in `topics`", &["max-payload"]),
+                        }
+                    }
+                }
                 "trust" => self.trust(node),
                 "filters" => set(&mut defaults.filters, self.chain(node)),
                 "task-owner" => set(&mut defaults.task_owner, self.task_owner(node)),
@@ -281,6 +293,7 @@ impl Walker {
                 "max-head" => set(&mut s.max_head, self.usize_size(child)),
                 "request-timeout" => set(&mut s.request_timeout, self.duration(child)),
                 "shutdown-grace" => set(&mut s.shutdown_grace, self.duration(child)),
+                "write-timeout" => set(&mut s.write_timeout, self.duration(child)),
                 "component-size" => set(&mut s.component_size, self.size(child)),
                 "streams" => s.streams = self.count(child).or(s.streams),
                 "streams-per-client" => set(&mut s.streams_per_client, self.count(child)),

@@ -49,6 +49,8 @@ pub struct Bus {
     /// Agents' subscriptions from the configuration, by agent and pattern.
     agents: Mutex<AgentSubscriptions>,
     metrics: Metrics,
+    /// The largest payload one may publish (`topics { max-payload }`).
+    max_payload: std::sync::atomic::AtomicUsize,
 }
 
 impl Bus {
@@ -57,13 +59,34 @@ impl Bus {
             index: RwLock::new(Index::default()),
             agents: Mutex::new(BTreeMap::new()),
             metrics,
+            max_payload: std::sync::atomic::AtomicUsize::new(
+                crate::config::Topics::default().max_payload,
+            ),
         }
+    }
+
+    /// Applies `topics { max-payload }` from now on.
+    pub fn set_max_payload(&self, bytes: usize) {
+        self.max_payload
+            .store(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The largest payload one may publish.
+    pub fn max_payload(&self) -> usize {
+        self.max_payload.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Queues `payload` for every subscription `topic` matches; how many
     /// queued it.
     pub fn publish(&self, topic: &str, payload: Bytes) -> Result<usize, String> {
         check_topic(topic)?;
+        let max = self.max_payload();
+        if payload.len() > max {
+            return Err(format!(
+                "a payload of {} bytes is over this host's `max-payload` of {max}",
+                payload.len()
+            ));
+        }
         let event = Arc::new(Event {
             topic: topic.into(),
             payload,
@@ -91,6 +114,7 @@ impl Bus {
         name: &str,
         pattern: Pattern,
         capacity: usize,
+        max_bytes: usize,
         overflow: Overflow,
     ) -> Arc<Subscriber> {
         let labels = |outcome: &'static str| {
@@ -106,7 +130,7 @@ impl Bus {
         };
         let sub = Arc::new(Subscriber {
             name: name.into(),
-            queue: Queue::new(capacity, overflow, counters),
+            queue: Queue::new(capacity, max_bytes, overflow, counters),
             pattern,
         });
         self.index
@@ -124,10 +148,16 @@ impl Bus {
             .remove(&sub.pattern, |s| Arc::ptr_eq(s, sub));
     }
 
-    /// A client's subscription to `pattern`, ended when dropped.
-    pub fn watch(self: &Arc<Self>, pattern: &str, capacity: usize) -> Result<Watch, String> {
+    /// A client's subscription to `pattern`, ended when dropped: at most
+    /// `capacity` events and `max_bytes` of payload wait for the client.
+    pub fn watch(
+        self: &Arc<Self>,
+        pattern: &str,
+        capacity: usize,
+        max_bytes: usize,
+    ) -> Result<Watch, String> {
         let pattern = Pattern::parse(pattern)?;
-        let sub = self.subscriber("watch", pattern, capacity, Overflow::DropOldest);
+        let sub = self.subscriber("watch", pattern, capacity, max_bytes, Overflow::DropOldest);
         Ok(Watch {
             bus: self.clone(),
             sub,
@@ -158,7 +188,8 @@ impl Bus {
                 tracing::warn!(agent, pattern = %sub.pattern, "no async runtime: the subscription is not served");
                 continue;
             };
-            let subscriber = self.subscriber(&agent, pattern, sub.queue, sub.overflow);
+            let subscriber =
+                self.subscriber(&agent, pattern, sub.queue, sub.queue_bytes, sub.overflow);
             runtime.spawn(deliver_all(subscriber.clone(), deliver.clone()));
             next.insert(key, (sub, subscriber));
         }
@@ -219,6 +250,7 @@ mod tests {
         Subscription {
             pattern: pattern.into(),
             queue,
+            queue_bytes: 16 << 20,
             overflow: Overflow::DropOldest,
         }
     }
@@ -263,7 +295,7 @@ mod tests {
     #[tokio::test]
     async fn a_watch_ends_its_subscription_when_dropped() {
         let bus = Arc::new(Bus::new(Metrics::new()));
-        let watch = bus.watch("a.*", 4).unwrap();
+        let watch = bus.watch("a.*", 4, usize::MAX).unwrap();
         assert_eq!(bus.publish("a.b", Bytes::from_static(b"hi")).unwrap(), 1);
         let event = watch.next().await.unwrap();
         let frame = String::from_utf8(sse_frame(&event).to_vec()).unwrap();
@@ -275,7 +307,7 @@ mod tests {
         assert_eq!(data, serde_json::json!({"topic": "a.b", "payload": "hi"}));
         drop(watch);
         assert!(bus.is_empty());
-        assert!(bus.watch("a.>.b", 4).is_err());
+        assert!(bus.watch("a.>.b", 4, usize::MAX).is_err());
         assert!(bus.publish("a.*", Bytes::new()).is_err());
     }
 }

@@ -8,6 +8,7 @@ mod http;
 pub mod nats;
 mod serve;
 pub mod slots;
+mod stall;
 
 pub use error::ApiError;
 pub use http::{AppState, router};

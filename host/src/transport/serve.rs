@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 use tower::Service;
 
 use super::slots::{Busy, Slot, Slots};
+use super::stall::WriteTimeout;
 
 use crate::config::Server;
 
@@ -72,7 +73,10 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let service = hyper::service::service_fn(with_client(app.clone(), remote, slot.clone()));
         let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .serve_connection_with_upgrades(
+                TokioIo::new(WriteTimeout::new(stream, settings.write_timeout)),
+                service,
+            )
             .into_owned();
         let conn = graceful.watch(conn);
         tokio::spawn(async move {

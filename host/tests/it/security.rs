@@ -385,3 +385,102 @@ async fn long_lived_streams_have_a_budget_that_cannot_starve_requests() {
     drop((a2, b1, b2));
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watcher_that_never_reads_holds_bounded_memory_and_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = agents_dir(&["echo"]);
+    let kdl = "server { write-timeout \"1s\"; streams-per-client 1 }\n\
+               topics { max-payload \"4MiB\" }\n";
+    let server = Server::start(config(dir.path(), kdl)).await;
+    let addr: std::net::SocketAddr = server.base.trim_start_matches("http://").parse().unwrap();
+    // A watcher with a small receive window that reads the head and then
+    // nothing more.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(addr).await.unwrap();
+    stalled
+        .write_all(b"GET /topics/big HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut head = [0u8; 64];
+    let n = stalled.read(&mut head).await.unwrap();
+    assert!(head[..n].starts_with(b"HTTP/1.1 200"), "{:?}", &head[..n]);
+
+    // 48 messages of 4 MiB: the watcher's queue keeps at most 4 MiB of them.
+    let payload = vec![b'x'; 4 << 20];
+    for _ in 0..48 {
+        let reply = post(&server.url("/topics/big"), payload.clone()).await;
+        assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text());
+    }
+    let dropped = r#"wharf_topic_events_total{subscriber="watch",outcome="dropped"}"#;
+    assert!(metric(&server, dropped).await >= 40.0);
+    // Over the publish limit: refused before it is read.
+    let head = format!(
+        "POST /topics/big HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+        (4 << 20) + 1
+    );
+    let status = status_line_before_any_body(&server, &head).await;
+    assert!(status.starts_with("HTTP/1.1 413"), "{status}");
+
+    // Stalled past the write timeout, the watcher is closed, and its place
+    // (this client may hold one stream) is free again.
+    wait_until("the stalled watcher closed", || async {
+        let url = server.url("/topics/other");
+        let watch = open(&client(), Method::GET, &url, "").await;
+        watch.status() == StatusCode::OK
+    })
+    .await;
+    drop(stalled);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_answering_without_end_costs_the_host_a_few_kilobytes() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // A receiver that answers 200 with a body that never ends, counting
+    // what it managed to send.
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counted = sent.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let sent = counted.clone();
+            async move {
+                let chunk = bytes::Bytes::from(vec![b'z'; 64 << 10]);
+                let endless = futures_util::stream::repeat_with(move || {
+                    sent.fetch_add(chunk.len(), Ordering::Relaxed);
+                    Ok::<_, std::io::Error>(chunk.clone())
+                });
+                axum::body::Body::from_stream(endless)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let dir = agents_dir(&["scribe"]);
+    let kdl = "push { allow \"127.0.0.1\" }\n";
+    let server = Server::start(config(dir.path(), kdl)).await;
+    let mut params = send_params("notify me");
+    params["configuration"] = json!({"taskPushNotificationConfig": {"url": url}});
+    let made = rpc(&server, "scribe", &[V1, JSON], &call("SendMessage", params)).await;
+    assert_eq!(
+        made.json()["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{}",
+        made.text()
+    );
+    let delivered = r#"wharf_a2a_push_total{outcome="delivered"}"#;
+    wait_until("a notification delivered", || async {
+        metric(&server, delivered).await >= 1.0
+    })
+    .await;
+    // The host read a few kilobytes and hung up; what the receiver got
+    // out is that plus the sockets' buffers, nowhere near a gigabyte.
+    let sent = sent.load(Ordering::Relaxed);
+    assert!(sent < 32 << 20, "the receiver sent {sent} bytes");
+    server.stop().await;
+}

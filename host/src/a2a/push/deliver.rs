@@ -20,6 +20,10 @@ use wharf_tasks::TaskPushNotificationConfig;
 use super::guard::Webhook;
 use crate::config::Push as Policy;
 
+/// The most of a webhook's answer the host reads: its status is all that
+/// counts.
+const ANSWER_CAP: usize = 16 << 10;
+
 /// The longest wait between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -157,8 +161,12 @@ impl Worker {
             .map_err(|e| Failure::Final(e.to_string()))?;
         let response = sender.send_request(request).await.map_err(retry)?;
         let status = response.status();
-        // Read what little the receiver answers so the connection ends cleanly.
-        let _ = response.into_body().collect().await;
+        // Read what little the receiver answers so the connection ends
+        // cleanly, and no more: a webhook answering a gigabyte costs the
+        // host `ANSWER_CAP` bytes at most (the connection is dropped).
+        let _ = http_body_util::Limited::new(response.into_body(), ANSWER_CAP)
+            .collect()
+            .await;
         match status {
             s if s.is_success() => Ok(()),
             StatusCode::REQUEST_TIMEOUT | StatusCode::TOO_MANY_REQUESTS => {
