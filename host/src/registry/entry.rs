@@ -37,7 +37,7 @@ fn outcome_str(outcome: CacheOutcome) -> &'static str {
 
 /// Refuses contents other than what an `agent` or `filter` block pins
 /// `name` to.
-fn check_pin(config: &Config, name: &str, digest: &str) -> Result<(), String> {
+pub(super) fn check_pin(config: &Config, name: &str, digest: &str) -> Result<(), String> {
     let pins = [
         config.agents.get(name).and_then(|p| p.digest.as_ref()),
         config.filters.get(name).and_then(|p| p.digest.as_ref()),

@@ -69,6 +69,10 @@ pub fn reload_dir(
         root,
         previous,
         same_config: previous.config.as_deref() == Some(config),
+        same_trust: previous
+            .config
+            .as_deref()
+            .is_none_or(|c| c.trust == config.trust),
         snapshot: Snapshot {
             config: Some(Arc::new(config.clone())),
             ..Snapshot::default()
@@ -116,6 +120,10 @@ struct Scan<'a> {
     previous: &'a Snapshot,
     /// The previous snapshot was loaded with this same configuration.
     same_config: bool,
+    /// ... or at least with the same keys and `require-signature`: when
+    /// these change, every component is verified again, and one that no
+    /// longer passes stops serving.
+    same_trust: bool,
     snapshot: Snapshot,
 }
 
@@ -124,6 +132,9 @@ impl Scan<'_> {
     /// it changed: the same file with the same metadata, the same
     /// configuration.
     fn reuse(&mut self, name: &str, path: &Path, stamp: Stamp) -> bool {
+        if !self.same_trust {
+            return false;
+        }
         let same = |origin: &super::Origin| origin.path == path && origin.stamp == stamp;
         if let Some(entry) = self.previous.agents.get(name)
             && same(&entry.origin)
@@ -188,6 +199,10 @@ impl Scan<'_> {
     /// Keeps serving the previous version of `name`, whose new file was
     /// refused (saying so in the log when `log`).
     fn keep_previous(&mut self, name: &str, log: bool) {
+        if !self.same_trust {
+            // Verified under other keys: it may not pass these.
+            return;
+        }
         let previous = self.previous;
         let kept = match (previous.agents.get(name), previous.filters.get(name)) {
             (Some(agent), _) => {
@@ -202,6 +217,13 @@ impl Scan<'_> {
             }
             (None, None) => return,
         };
+        // Kept only while it still matches what the configuration pins.
+        if let Err(why) = super::entry::check_pin(self.config, name, &kept.digest) {
+            self.snapshot.agents.remove(name);
+            self.snapshot.filters.remove(name);
+            tracing::warn!(name, "the previous version stops serving: {why}");
+            return;
+        }
         if log {
             tracing::warn!(name, digest = %kept.digest, "the previous version keeps serving");
         }

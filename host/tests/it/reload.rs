@@ -501,3 +501,64 @@ async fn one_edit_is_one_reload_and_reading_the_files_triggers_nothing() {
     assert_eq!(reloads(&server, "files").await, 0.0);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_of_trust_or_pins_verifies_every_loaded_component_again() {
+    let site = Site::new(&["echo"], "");
+    let keys = site.root.path();
+    wharf::trust::keygen(&keys.join("release")).unwrap();
+    wharf::trust::keygen(&keys.join("other")).unwrap();
+    let agent = site.agent("version");
+    let v1 = signed(&versioned(1), &keys.join("release.key"), &agent);
+    std::fs::write(&agent, &v1).unwrap();
+    let server = Server::start_file(&site.config_path()).await;
+    let status = |name: &'static str| {
+        let url = server.url(&format!("/agents/{name}"));
+        async move { post(&url, "x").await.status.as_u16() }
+    };
+    assert_eq!((status("echo").await, status("version").await), (200, 200));
+
+    // Signatures required from now on: the unsigned component already
+    // serving stops, though its file did not change; the signed one stays.
+    site.write_config("trust { key \"release.pub\" }\n");
+    wait_until("the unsigned echo unserved", || async {
+        status("echo").await == 404
+    })
+    .await;
+    assert!(
+        refusal(&server, "echo.wasm")
+            .unwrap()
+            .contains("not signed")
+    );
+    assert_eq!(status("version").await, 200);
+
+    // Another key trusted in its place: the component it no longer
+    // vouches for stops too.
+    site.write_config("trust { key \"other.pub\" }\n");
+    wait_until("version unserved under the other key", || async {
+        status("version").await == 404
+    })
+    .await;
+
+    // No trust block, but a pin the serving file does not match.
+    site.write_config("");
+    wait_until("both back without a trust block", || async {
+        status("echo").await == 200 && status("version").await == 200
+    })
+    .await;
+    site.write_config(&format!(
+        "agent \"version\" {{ digest \"{}\" }}\n",
+        sha256(b"something else")
+    ));
+    wait_until("version unserved by its pin", || async {
+        status("version").await == 404
+    })
+    .await;
+    assert!(
+        refusal(&server, "version.wasm")
+            .unwrap()
+            .contains("digest mismatch")
+    );
+    assert_eq!(status("echo").await, 200);
+    server.stop().await;
+}
