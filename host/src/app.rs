@@ -95,6 +95,7 @@ async fn open_tasks(config: &Config, metrics: &Metrics) -> Result<Arc<A2a>, Star
         None => options.path.display().to_string(),
     };
     let (policy, metrics) = (config.push.clone(), metrics.clone());
+    let max_open = config.tasks.max_open_per_owner;
     let a2a = tokio::task::spawn_blocking(move || {
         let store: Arc<dyn TaskStore> = match shared {
             Some((url, node)) => Arc::new(PgStore::open(PgOptions {
@@ -107,7 +108,7 @@ async fn open_tasks(config: &Config, metrics: &Metrics) -> Result<Arc<A2a>, Star
             None => Arc::new(SqliteStore::open(options)?),
         };
         let push = policy.map(|p| Push::new(p, store.clone(), &metrics));
-        A2a::new(store, push)
+        A2a::new(store, push, max_open)
     })
     .await
     .map_err(|e| StartError::Tasks(e.to_string()))?

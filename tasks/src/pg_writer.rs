@@ -12,9 +12,9 @@ use tokio_postgres::{Client, Statement};
 
 use crate::postgres::{Connector, pg};
 use crate::sqlite::{Live, now_ms};
-use crate::store::{Retention, StoreError};
+use crate::store::{Retention, StoreError, WAITING};
 
-/// How often a node applies retention while it is writing. Every node
+/// How often a node applies retention, writing or idle. Every node
 /// does; the deletes agree, so a second node's finds nothing.
 const RETENTION_EVERY: Duration = Duration::from_secs(10);
 
@@ -80,7 +80,23 @@ impl PgWriter {
     pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Op>) {
         let mut last_retention = Instant::now();
         let mut ops = Vec::new();
-        while rx.recv_many(&mut ops, self.batch_max).await > 0 {
+        loop {
+            // Idle, it still wakes to apply retention.
+            let received =
+                tokio::time::timeout(RETENTION_EVERY, rx.recv_many(&mut ops, self.batch_max)).await;
+            match received {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(_) => {
+                    if self.retention.any() {
+                        if let Err(e) = self.retain().await {
+                            tracing::warn!(error = %e, "task store: retention failed");
+                        }
+                        last_retention = Instant::now();
+                    }
+                    continue;
+                }
+            }
             let result = self.commit(&ops).await;
             if let Err(e) = &result {
                 tracing::error!(error = %e, writes = ops.len(), "task store: a batch failed to commit");
@@ -107,7 +123,7 @@ impl PgWriter {
                     }
                 }
             }
-            let wanted = self.retention.max_age.is_some() || self.retention.max_tasks.is_some();
+            let wanted = self.retention.any();
             if wanted && last_retention.elapsed() >= RETENTION_EVERY {
                 if let Err(e) = self.retain().await {
                     tracing::warn!(error = %e, "task store: retention failed");
@@ -195,6 +211,11 @@ impl PgWriter {
     async fn retain(&mut self) -> Result<u64, StoreError> {
         self.reconnect().await?;
         let mut deleted = 0;
+        if let Some(idle) = self.retention.max_waiting {
+            let before = now_ms() - idle.as_millis() as i64;
+            let sql = format!("DELETE FROM wharf_tasks WHERE {WAITING} AND updated_ms < $1");
+            deleted += self.client.execute(&sql, &[&before]).await.map_err(pg)?;
+        }
         if let Some(age) = self.retention.max_age {
             let before = now_ms() - age.as_millis() as i64;
             let sql = format!("DELETE FROM wharf_tasks WHERE {TERMINAL} AND updated_ms < $1");

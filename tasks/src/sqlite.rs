@@ -14,7 +14,7 @@ use dashmap::DashMap;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params, params_from_iter};
 
-use crate::model::Task;
+use crate::model::{Task, TaskState};
 use crate::push::TaskPushNotificationConfig;
 use crate::store::{
     Durability, ListQuery, StoreError, StoreOptions, TaskPage, TaskStore, Written, decode,
@@ -380,6 +380,20 @@ impl TaskStore for SqliteStore {
             })
         })
         .transpose()
+    }
+
+    /// From the per-scope counts: no query.
+    fn open_tasks(&self, agent: &str, owner: &str) -> Result<u64, StoreError> {
+        if self.pending.load(Ordering::Acquire) > 0 {
+            self.sync()?;
+        }
+        Ok(self.counts.get(&key(agent, owner)).map_or(0, |c| {
+            TaskState::ALL
+                .iter()
+                .filter(|s| !s.is_terminal() && **s != TaskState::Unspecified)
+                .map(|s| c[s.number() as usize])
+                .sum()
+        }))
     }
 
     fn list(&self, agent: &str, query: &ListQuery) -> Result<TaskPage, StoreError> {

@@ -79,15 +79,25 @@ pub(crate) fn enqueue(
     written
 }
 
-/// Which finished tasks are deleted (with their push configs). Tasks that
-/// are not in a terminal state (submitted, working, input-required,
-/// auth-required) are never evicted.
+/// Which tasks are deleted (with their push configs): finished ones, and
+/// ones left waiting for input. Tasks whose turn is running (submitted,
+/// working) are never evicted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Retention {
     /// Finished tasks not updated for this long are deleted.
     pub max_age: Option<Duration>,
     /// Beyond this many tasks in all, the oldest finished ones are deleted.
     pub max_tasks: Option<u64>,
+    /// Tasks waiting for input (input-required, auth-required) that nobody
+    /// answered for this long are deleted.
+    pub max_waiting: Option<Duration>,
+}
+
+impl Retention {
+    /// Whether any limit is set.
+    pub fn any(&self) -> bool {
+        self.max_age.is_some() || self.max_tasks.is_some() || self.max_waiting.is_some()
+    }
 }
 
 /// How a store runs.
@@ -224,7 +234,30 @@ pub trait TaskStore: Send + Sync {
     fn node_of(&self, _agent: &str, _id: &str) -> Result<Option<String>, StoreError> {
         Ok(None)
     }
+    /// How many of `agent`'s tasks owned by `owner` are not finished.
+    fn open_tasks(&self, agent: &str, owner: &str) -> Result<u64, StoreError> {
+        let mut open = 0;
+        for state in [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::InputRequired,
+            TaskState::AuthRequired,
+        ] {
+            let query = ListQuery {
+                owner: Some(owner.to_string()),
+                state: Some(state),
+                page_size: 1,
+                ..ListQuery::default()
+            };
+            open += self.list(agent, &query)?.total_size;
+        }
+        Ok(open)
+    }
 }
+
+/// The states of a task waiting for its client: what `max_waiting`
+/// evicts.
+pub(crate) const WAITING: &str = "state IN (6, 8)";
 
 /// `task` as a list or get answers it: at most `history` recent messages,
 /// artifacts only when asked.

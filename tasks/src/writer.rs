@@ -15,9 +15,9 @@ use tokio::sync::oneshot;
 
 use crate::model::TaskState;
 use crate::sqlite::{Live, TERMINAL, db, now_ms};
-use crate::store::{Retention, StoreError, key};
+use crate::store::{Retention, StoreError, WAITING, key};
 
-/// How often the writer applies retention while it is busy.
+/// How often the writer applies retention, busy or idle.
 const RETENTION_EVERY: Duration = Duration::from_secs(1);
 
 const UPSERT: &str = "
@@ -123,7 +123,21 @@ pub(crate) struct Writer {
 impl Writer {
     pub fn run(mut self, rx: Receiver<Op>) {
         let mut last_retention = Instant::now();
-        while let Ok(first) = rx.recv() {
+        loop {
+            // Idle, it still wakes to apply retention.
+            let first = match rx.recv_timeout(RETENTION_EVERY) {
+                Ok(op) => op,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if self.retention.any() {
+                        if let Err(e) = self.retain() {
+                            tracing::warn!(error = %e, "task store: retention failed");
+                        }
+                        last_retention = Instant::now();
+                    }
+                    continue;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            };
             let mut ops = vec![first];
             while ops.len() < self.batch_max {
                 match rx.try_recv() {
@@ -153,7 +167,7 @@ impl Writer {
                     }
                 }
             }
-            let wanted = self.retention.max_age.is_some() || self.retention.max_tasks.is_some();
+            let wanted = self.retention.any();
             if wanted && last_retention.elapsed() >= RETENTION_EVERY {
                 if let Err(e) = self.retain() {
                     tracing::warn!(error = %e, "task store: retention failed");
@@ -241,13 +255,21 @@ impl Writer {
         }
     }
 
-    /// Deletes finished tasks past the retention limits; answers how many.
+    /// Deletes finished tasks past the retention limits, and tasks left
+    /// waiting for input too long; answers how many.
     fn retain(&mut self) -> Result<u64, StoreError> {
         let mut deleted = 0;
+        if let Some(idle) = self.retention.max_waiting {
+            let before = now_ms() - idle.as_millis() as i64;
+            let sql = format!(
+                "DELETE FROM tasks WHERE {WAITING} AND updated_ms < ?1 RETURNING agent, owner, state, id"
+            );
+            deleted += self.delete(&sql, before)?;
+        }
         if let Some(age) = self.retention.max_age {
             let before = now_ms() - age.as_millis() as i64;
             let sql = format!(
-                "DELETE FROM tasks WHERE {TERMINAL} AND updated_ms < ?1 RETURNING agent, owner, state"
+                "DELETE FROM tasks WHERE {TERMINAL} AND updated_ms < ?1 RETURNING agent, owner, state, id"
             );
             deleted += self.delete(&sql, before)?;
         }
@@ -261,7 +283,7 @@ impl Writer {
             if excess > 0 {
                 let sql = format!(
                     "DELETE FROM tasks WHERE rowid IN (SELECT rowid FROM tasks WHERE {TERMINAL} \
-                     ORDER BY updated_ms, rowid LIMIT ?1) RETURNING agent, owner, state"
+                     ORDER BY updated_ms, rowid LIMIT ?1) RETURNING agent, owner, state, id"
                 );
                 deleted += self.delete(&sql, excess as i64)?;
             }
@@ -272,8 +294,8 @@ impl Writer {
         Ok(deleted)
     }
 
-    /// Runs a `DELETE … RETURNING agent, owner, state` and counts what it
-    /// removed.
+    /// Runs a `DELETE … RETURNING agent, owner, state, id`, counts what it
+    /// removed, and lets go of what memory held of it.
     fn delete(&mut self, sql: &str, arg: i64) -> Result<u64, StoreError> {
         let mut stmt = self.conn.prepare_cached(sql).map_err(db)?;
         let removed = stmt
@@ -282,13 +304,15 @@ impl Writer {
                     r.get::<_, String>(0)?,
                     r.get::<_, String>(1)?,
                     r.get::<_, i64>(2)?,
+                    r.get::<_, String>(3)?,
                 ))
             })
             .map_err(db)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(db)?;
-        for (agent, owner, state) in &removed {
+        for (agent, owner, state, id) in &removed {
             adjust(&self.counts, &key(agent, owner), *state, false);
+            self.live.remove(&key(agent, id));
         }
         Ok(removed.len() as u64)
     }

@@ -167,6 +167,7 @@ fn retention_deletes_only_finished_tasks() {
     options.retention = Retention {
         max_age: None,
         max_tasks: Some(10),
+        max_waiting: None,
     };
     let store = SqliteStore::open(options.clone()).unwrap();
     for n in 0..30 {
@@ -203,8 +204,9 @@ fn retention_deletes_only_finished_tasks() {
     options.retention = Retention {
         max_age: Some(Duration::ZERO),
         max_tasks: None,
+        max_waiting: None,
     };
-    let store = SqliteStore::open(options).unwrap();
+    let store = SqliteStore::open(options.clone()).unwrap();
     std::thread::sleep(Duration::from_millis(5));
     assert_eq!(store.retain_now().unwrap(), 5);
     assert_eq!(
@@ -214,6 +216,22 @@ fn retention_deletes_only_finished_tasks() {
             .total_size,
         5
     );
+    drop(store);
+
+    // Tasks left waiting for input go after `max_waiting`, from memory too.
+    options.retention = Retention {
+        max_age: None,
+        max_tasks: None,
+        max_waiting: Some(Duration::ZERO),
+    };
+    let store = SqliteStore::open(options).unwrap();
+    assert_eq!(store.live_tasks(), 5);
+    assert_eq!(store.open_tasks("echo", "").unwrap(), 5);
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(store.retain_now().unwrap(), 5);
+    assert_eq!(store.live_tasks(), 0);
+    assert_eq!(store.open_tasks("echo", "").unwrap(), 0);
+    assert!(store.get("echo", "t00").unwrap().is_none());
 }
 
 #[test]

@@ -74,6 +74,8 @@ pub struct A2a {
     /// The cluster this host is a node of: turns running on other nodes
     /// are canceled and streamed through it.
     cluster: std::sync::OnceLock<Arc<Cluster>>,
+    /// Unfinished tasks one owner may have per agent.
+    max_open: u64,
 }
 
 /// A task whose turn is running now.
@@ -93,12 +95,17 @@ impl A2a {
     /// given (the webhooks of unfinished tasks resume). Tasks a previous
     /// run left submitted or working had their turn stopped by the
     /// restart: they end failed. Call it on a runtime's blocking thread.
-    pub fn new(store: Arc<dyn TaskStore>, push: Option<Push>) -> Result<A2a, StoreError> {
+    pub fn new(
+        store: Arc<dyn TaskStore>,
+        push: Option<Push>,
+        max_open: u64,
+    ) -> Result<A2a, StoreError> {
         let a2a = A2a {
             store,
             running: DashMap::new(),
             push,
             cluster: std::sync::OnceLock::new(),
+            max_open,
         };
         a2a.fail_left(None)?;
         Ok(a2a)
@@ -194,6 +201,7 @@ impl A2a {
                 (task, earlier)
             }
             None => {
+                self.check_open(&scope)?;
                 let id = uuid::Uuid::new_v4().to_string();
                 let context = message
                     .context_id
@@ -421,6 +429,23 @@ impl A2a {
         let task = running.task.lock().unwrap_or_else(|e| e.into_inner());
         let fanout = running.subscribe();
         Some(stream(task.clone(), fanout, running.clone()))
+    }
+
+    /// Refuses a new task to an owner who has `max_open` unfinished ones.
+    fn check_open(&self, scope: &Scope) -> Result<(), A2aError> {
+        let open = self
+            .store
+            .open_tasks(&scope.agent, &scope.owner)
+            .map_err(store_error)?;
+        if open >= self.max_open {
+            return Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
+                .message(format!(
+                    "this caller has {open} unfinished tasks with this agent, the most it may have: \
+                     finish or cancel one first"
+                ))
+                .with("openTasks", open.to_string()));
+        }
+        Ok(())
     }
 
     /// The task if it is in the caller's scope, else `TaskNotFound` (a task

@@ -35,6 +35,7 @@ const COUNTS: &[(&str, u64, u64)] = &[
     ("attempts", 1, 100),
     ("max-configs", 1, 1_000_000),
     ("max-tasks", 1, 1_000_000_000),
+    ("max-open-per-owner", 1, 1_000_000_000),
     ("call-depth", 1, 64),
 ];
 
@@ -61,6 +62,7 @@ const DURATIONS: &[(&str, Duration, Duration)] = &[
     ("header-timeout", Duration::from_millis(100), HOUR),
     ("request-timeout", MS, DAY),
     ("shutdown-grace", MS, HOUR),
+    ("max-waiting", MS, secs(3650 * 86_400)),
     ("write-timeout", Duration::from_millis(100), HOUR),
     ("frame-timeout", MS, HOUR),
     ("interval", Duration::from_millis(10), DAY),

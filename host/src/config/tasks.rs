@@ -5,8 +5,10 @@
 //! tasks {
 //!     path "/var/lib/wharf/tasks.db"   // default: under Wharf's data directory
 //!     durability "commit"              // or "queued"
-//!     max-age "720h"                   // finished tasks older than this go
+//!     max-age "720h"                   // finished tasks older than this go (default 30 days)
 //!     max-tasks 100000                 // past this many, the oldest finished go
+//!     max-waiting "168h"               // tasks waiting for input this long go (default 7 days)
+//!     max-open-per-owner 1000          // unfinished tasks one caller may have (default 1000)
 //! }
 //! ```
 
@@ -18,15 +20,41 @@ use wharf_tasks::{Durability, Retention, StoreOptions};
 use super::diag::Problem;
 use super::parse::Walker;
 
-const TASKS: &[&str] = &["path", "durability", "max-age", "max-tasks"];
+const TASKS: &[&str] = &[
+    "path",
+    "durability",
+    "max-age",
+    "max-tasks",
+    "max-waiting",
+    "max-open-per-owner",
+];
 
 /// Where and how A2A tasks are kept.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tasks {
     /// The database file; `None` is the default under the data directory.
     pub path: Option<PathBuf>,
     pub durability: Durability,
     pub retention: Retention,
+    /// Unfinished tasks one owner may have per agent; a new one past it is
+    /// refused.
+    pub max_open_per_owner: u64,
+}
+
+impl Default for Tasks {
+    fn default() -> Self {
+        const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+        Tasks {
+            path: None,
+            durability: Durability::default(),
+            retention: Retention {
+                max_age: Some(30 * DAY),
+                max_tasks: None,
+                max_waiting: Some(7 * DAY),
+            },
+            max_open_per_owner: 1000,
+        }
+    }
 }
 
 impl Tasks {
@@ -97,6 +125,12 @@ impl Walker {
                 "max-age" => tasks.retention.max_age = self.duration(child),
                 "max-tasks" => {
                     tasks.retention.max_tasks = self.count(child).map(|n| n as u64);
+                }
+                "max-waiting" => tasks.retention.max_waiting = self.duration(child),
+                "max-open-per-owner" => {
+                    if let Some(n) = self.count(child) {
+                        tasks.max_open_per_owner = n as u64;
+                    }
                 }
                 _ => self.unknown(child, "in `tasks`", TASKS),
             }

@@ -484,3 +484,46 @@ async fn a_webhook_answering_without_end_costs_the_host_a_few_kilobytes() {
     assert!(sent < 32 << 20, "the receiver sent {sent} bytes");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_left_waiting_expire_and_each_caller_has_a_cap_of_open_tasks() {
+    let dir = agents_dir(&["scribe", "auth"]);
+    let kdl = format!(
+        "filters \"auth\"\n\
+         filter \"auth\" {{ config {{ api-keys \"alice:{} bob:{}\" }} }}\n\
+         tasks {{ max-waiting \"2s\"; max-open-per-owner 2 }}\n",
+        sha256_hex(b"k-alice"),
+        sha256_hex(b"k-bob"),
+    );
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    let waiting = |key: &'static str| {
+        let server = &server;
+        async move { as_caller(server, key, "SendMessage", send_params("  ")).await }
+    };
+    let first = waiting("k-alice").await;
+    let id = first["result"]["task"]["id"].as_str().unwrap().to_string();
+    waiting("k-alice").await;
+    // A third unfinished task is refused to her, not to Bob.
+    let third = waiting("k-alice").await;
+    assert_eq!(third["error"]["code"], -32004, "{third}");
+    assert!(
+        third["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unfinished")
+    );
+    let bobs = waiting("k-bob").await;
+    assert!(bobs.get("result").is_some(), "{bobs}");
+    // Left waiting past `max-waiting`, her tasks go, and she may start
+    // new ones.
+    wait_until("the waiting tasks evicted", || async {
+        let got = as_caller(&server, "k-alice", "GetTask", json!({"id": id})).await;
+        got["error"]["code"] == -32001
+    })
+    .await;
+    let listed = as_caller(&server, "k-alice", "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["totalSize"], 0, "{listed}");
+    let again = waiting("k-alice").await;
+    assert!(again.get("result").is_some(), "{again}");
+    server.stop().await;
+}
