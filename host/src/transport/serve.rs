@@ -24,6 +24,13 @@ use crate::config::Server;
 
 /// Most HTTP/2 streams one connection may have open at once.
 const MAX_H2_STREAMS: u32 = 256;
+/// Streams a client may open and reset before the host accepted them
+/// (the "rapid reset" flood): past it the connection is closed with
+/// `ENHANCE_YOUR_CALM`.
+const MAX_H2_PENDING_RESETS: usize = 20;
+/// Streams the host may reset for a client's errors before it closes the
+/// connection.
+const MAX_H2_ERROR_RESETS: usize = 256;
 
 /// Serves `app` on `listener` until `shutdown` resolves, then waits up to
 /// the grace period for open connections to finish.
@@ -44,8 +51,12 @@ pub async fn serve(
     builder
         .http2()
         .timer(TokioTimer::new())
+        // Also bounds a header block however many CONTINUATION frames
+        // carry it: past it the connection is closed.
         .max_header_list_size(settings.max_head as u32)
-        .max_concurrent_streams(MAX_H2_STREAMS);
+        .max_concurrent_streams(MAX_H2_STREAMS)
+        .max_pending_accept_reset_streams(MAX_H2_PENDING_RESETS)
+        .max_local_error_reset_streams(MAX_H2_ERROR_RESETS);
     let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);

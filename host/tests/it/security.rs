@@ -527,3 +527,117 @@ async fn tasks_left_waiting_expire_and_each_caller_has_a_cap_of_open_tasks() {
     assert!(again.get("result").is_some(), "{again}");
     server.stop().await;
 }
+
+/// An h2c connection to the server: the client half of its handshake done.
+async fn h2c(server: &Server) -> tokio::net::TcpStream {
+    let addr = server.base.trim_start_matches("http://").to_string();
+    tokio::net::TcpStream::connect(&addr).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http2_rapid_reset_floods_are_cut_off() {
+    let dir = agents_dir(&["echo"]);
+    let server = Server::start(config(dir.path(), "")).await;
+    let (mut sender, conn) = h2::client::handshake(h2c(&server).await).await.unwrap();
+    let connection = tokio::spawn(conn);
+    // Open a stream and reset it at once, again and again.
+    let mut sent = 0;
+    for _ in 0..100_000 {
+        let req = http::Request::post(server.url("/agents/echo"))
+            .body(())
+            .unwrap();
+        let Ok(ready) = sender.clone().ready().await else {
+            break;
+        };
+        sender = ready;
+        let Ok((_, mut stream)) = sender.send_request(req, false) else {
+            break;
+        };
+        stream.send_reset(h2::Reason::CANCEL);
+        sent += 1;
+        if connection.is_finished() {
+            break;
+        }
+    }
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(30), connection)
+        .await
+        .expect("the flooding connection is closed")
+        .unwrap();
+    let err = ended.expect_err("closed with an error");
+    assert_eq!(
+        err.reason(),
+        Some(h2::Reason::ENHANCE_YOUR_CALM),
+        "{err} after {sent}"
+    );
+    assert!(sent < 100_000, "{sent} resets were taken");
+    // Other clients are served.
+    assert_eq!(post(&server.url("/agents/echo"), "ok").await.text(), "ok");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http2_continuation_floods_are_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = agents_dir(&["echo"]);
+    let server = Server::start(config(dir.path(), "")).await;
+    let stream = h2c(&server).await;
+    let (mut rd, mut wr) = stream.into_split();
+    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
+        let len = payload.len() as u32;
+        let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+        f.extend_from_slice(&stream.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    };
+    // Preface and empty SETTINGS, then a HEADERS frame that never ends:
+    // CONTINUATION after CONTINUATION, each a valid 1,000-byte header.
+    wr.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    wr.write_all(&frame(0x4, 0, 0, &[])).await.unwrap();
+    let mut header = vec![0x00, 0x03, b'x', b'-', b'a', 0x7f, 0xe9, 0x06];
+    header.extend(std::iter::repeat_n(b'a', 1000));
+    let reader = tokio::spawn(async move {
+        // Everything the server writes, until it closes.
+        let mut seen = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = rd.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        seen
+    });
+    let mut written = 0usize;
+    let mut first = true;
+    while written < 64 << 20 {
+        let f = if first {
+            frame(0x1, 0x0, 1, &header)
+        } else {
+            frame(0x9, 0x0, 1, &header)
+        };
+        first = false;
+        if wr.write_all(&f).await.is_err() {
+            break;
+        }
+        written += f.len();
+    }
+    let seen = tokio::time::timeout(std::time::Duration::from_secs(30), reader)
+        .await
+        .expect("the server closes the connection")
+        .unwrap();
+    // It stopped the flood long before 64 MiB (the head limit is 64 KiB;
+    // what was written beyond sat in socket buffers).
+    assert!(
+        written < 64 << 20,
+        "the server took {written} bytes of one header block"
+    );
+    assert!(
+        seen.len() < 1 << 20,
+        "the server answered {} bytes",
+        seen.len()
+    );
+    assert_eq!(post(&server.url("/agents/echo"), "ok").await.text(), "ok");
+    server.stop().await;
+}
