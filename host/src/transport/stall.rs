@@ -31,6 +31,22 @@ impl<I> WriteTimeout<I> {
         }
     }
 
+    /// What a write (or flush) answered, unless it has waited without
+    /// progress for the whole timeout: then an error. Progress resets it.
+    fn timed<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        match polled {
+            Poll::Pending => self.waited(cx).map(Err),
+            done => {
+                self.stalled = None;
+                done
+            }
+        }
+    }
+
     /// After a write that could not progress: an error once it has waited
     /// the whole timeout, else still pending (with the timer armed).
     fn waited(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
@@ -62,14 +78,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<I> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        match Pin::new(&mut this.io).poll_write(cx, buf) {
-            Poll::Pending => this.waited(cx).map(Err),
-            done => {
-                this.stalled = None;
-                done
-            }
-        }
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.timed(cx, polled)
     }
 
     fn poll_write_vectored(
@@ -77,14 +87,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<I> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        match Pin::new(&mut this.io).poll_write_vectored(cx, bufs) {
-            Poll::Pending => this.waited(cx).map(Err),
-            done => {
-                this.stalled = None;
-                done
-            }
-        }
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.timed(cx, polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -92,14 +96,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<I> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        match Pin::new(&mut this.io).poll_flush(cx) {
-            Poll::Pending => this.waited(cx).map(Err),
-            done => {
-                this.stalled = None;
-                done
-            }
-        }
+        let polled = Pin::new(&mut self.io).poll_flush(cx);
+        self.timed(cx, polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
