@@ -154,7 +154,7 @@ pub struct Server {
     /// Largest `.wasm` file the loader reads, in bytes.
     pub component_size: u64,
     /// Long-lived streams (topic watches, A2A streams, streamed answers)
-    /// open at once; `None`: half the connections. Always fewer than the
+    /// open at once; `None`: half the connections. Held to fewer than the
     /// connections, so streams cannot hold every slot.
     pub streams: Option<usize>,
     /// Of those, the most one client address may hold.
@@ -162,9 +162,12 @@ pub struct Server {
 }
 
 impl Server {
-    /// The streams budget in all.
+    /// The streams budget in all: as configured, but always at least one
+    /// connection short of `connections` (with one connection, none).
     pub fn stream_limit(&self) -> usize {
-        self.streams.unwrap_or(self.connections / 2).max(1)
+        self.streams
+            .unwrap_or(self.connections / 2)
+            .min(self.connections.saturating_sub(1))
     }
 }
 

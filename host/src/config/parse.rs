@@ -300,20 +300,6 @@ impl Walker {
                 _ => self.unknown(child, "in `server`", SERVER),
             }
         }
-        if let Some(streams) = s.streams
-            && streams >= s.connections
-        {
-            self.problems.push(
-                Problem::new(
-                    node.name().span(),
-                    format!(
-                        "`streams {streams}` would let streams hold all {} connections",
-                        s.connections
-                    ),
-                )
-                .help("keep `streams` below `connections`, so plain requests always find a slot"),
-            );
-        }
     }
 
     fn agent(&mut self, node: &KdlNode, defaults: &Policy, agents: &mut BTreeMap<String, Policy>) {

@@ -149,7 +149,9 @@ fn place(key: &str, value: &str) -> String {
             format!("limits {{ {key} {v} }}")
         }
         "connections" | "header-timeout" | "request-timeout" | "shutdown-grace"
-        | "component-size" | "max-head" => format!("server {{ {key} {v} }}"),
+        | "component-size" | "max-head" | "streams" | "streams-per-client" | "write-timeout" => {
+            format!("server {{ {key} {v} }}")
+        }
         "in-flight" | "max-frame" | "frame-timeout" => {
             format!("binary {{ tcp \"127.0.0.1:0\"; {key} {v} }}")
         }
@@ -166,7 +168,13 @@ fn place(key: &str, value: &str) -> String {
             format!("push {{ allow \"127.0.0.1\"; {key} {v} }}")
         }
         "timeout" => format!("push {{ allow \"127.0.0.1\"; timeout {v} }}"),
-        "max-tasks" | "max-age" => format!("tasks {{ {key} {v} }}"),
+        "max-tasks" | "max-age" | "max-waiting" | "max-open-per-owner" => {
+            format!("tasks {{ {key} {v} }}")
+        }
+        "max-payload" => format!("topics {{ max-payload {v} }}"),
+        "queue-bytes" => {
+            format!("agent \"sub\" {{ subscribe \"t.>\" {{ queue-bytes {v} }} }}")
+        }
         // No NATS server listens there: the node serves alone until one does.
         "pin-ttl" | "heartbeat" | "forward-timeout" => {
             format!("cluster {{ nats \"nats://127.0.0.1:9\"; node \"n1\"; {key} {v} }}")
