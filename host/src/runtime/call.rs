@@ -62,8 +62,21 @@ impl From<GuestError> for CallError {
 /// running wasm code, but not one blocked in a host call (a sleep, a poll):
 /// past the deadline the call's future is dropped and `None` answered. The
 /// caller leaves its instance marked in a call, so it is never used again.
+///
+/// The timer is made only once the call has had to wait: a call that
+/// finishes on its first poll (most do) costs no timer at all.
 pub(super) async fn by_deadline<T>(deadline: Instant, call: impl Future<Output = T>) -> Option<T> {
-    tokio::time::timeout_at(deadline.into(), call).await.ok()
+    let mut call = std::pin::pin!(call);
+    let mut timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(out) = call.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(out));
+        }
+        let timer =
+            timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
 }
 
 /// Runs a synchronous (load-time) guest call on a thread of its own and
