@@ -1,7 +1,8 @@
 //! The defenses `docs/security.md` states, each shown over real sockets:
-//! A2A tasks scoped to their caller (a second caller can neither see nor
-//! touch the first one's tasks, and no caller reads a webhook's
-//! credentials).
+//! A2A tasks scoped to their caller, their retention and per-caller cap;
+//! body, stream and memory budgets a client cannot exceed; deadlines a
+//! guest blocked in a host call cannot outlive; the Unix socket's mode;
+//! HTTP/2 flood limits.
 
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
