@@ -479,6 +479,23 @@ impl TaskStore for PgStore {
         Ok(tasks)
     }
 
+    /// One count, without waiting for this node's writer (a batch still
+    /// being committed is not counted yet).
+    fn open_tasks(&self, agent: &str, owner: &str) -> Result<u64, StoreError> {
+        let (agent, owner) = (agent.to_string(), owner.to_string());
+        self.read(move |c| async move {
+            let row = c
+                .query_one(
+                    "SELECT COUNT(*) FROM wharf_tasks \
+                     WHERE agent = $1 AND owner = $2 AND state NOT IN (3, 4, 5, 7)",
+                    &[&agent, &owner],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+    }
+
     fn node_of(&self, agent: &str, id: &str) -> Result<Option<String>, StoreError> {
         if self.live.contains_key(&key(agent, id)) {
             return Ok(Some(self.node.clone()));

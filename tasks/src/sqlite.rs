@@ -382,11 +382,9 @@ impl TaskStore for SqliteStore {
         .transpose()
     }
 
-    /// From the per-scope counts: no query.
+    /// From the per-scope counts: no query, and no wait for the writer (a
+    /// batch still being committed is not counted yet).
     fn open_tasks(&self, agent: &str, owner: &str) -> Result<u64, StoreError> {
-        if self.pending.load(Ordering::Acquire) > 0 {
-            self.sync()?;
-        }
         Ok(self.counts.get(&key(agent, owner)).map_or(0, |c| {
             TaskState::ALL
                 .iter()

@@ -49,12 +49,12 @@ impl Live<Exports> {
         let (request, out) = resources.map_err(|e| CallError::Internal(format!("{e:#}")))?;
         let limit = self.limits.response_body;
         let call = handle.call_async(&mut self.store, (request, out));
-        let exchanged = tokio::time::timeout_at(deadline.into(), exchange(call, rx, sink, limit));
+        let exchanged = super::call::by_deadline(deadline, exchange(call, rx, sink, limit));
         let (ended, answer) = match exchanged.await {
-            Ok(done) => done,
+            Some(done) => done,
             // Blocked in a host call past the deadline (waiting to write to
             // a client that does not read, say): the instance is abandoned.
-            Err(_) => return Err(CallError::Deadline),
+            None => return Err(CallError::Deadline),
         };
         let result = match ended {
             // Left running half-way: `in_call` stays set, the instance is

@@ -295,6 +295,8 @@ async fn each_task_keeps_its_owner_across_nodes_and_lists_filter_by_it() {
         assert_eq!(owned("alice"), (vec!["o0".into(), "o2".into()], 2));
         assert_eq!(owned(""), (vec!["o3".into()], 1));
         assert_eq!(owned("mallory"), (vec![], 0));
+        assert_eq!(b.open_tasks("scribe", "alice").unwrap(), 2);
+        assert_eq!(b.open_tasks("scribe", "mallory").unwrap(), 0);
         let left = b.unfinished_of("a").unwrap();
         assert!(left.iter().any(|(_, t)| t.id == "o1" && t.owner == "bob"));
     })
