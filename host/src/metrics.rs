@@ -75,7 +75,7 @@ impl Metrics {
     /// Handles for one agent, registered now.
     /// `wharf_outbound_requests_total{agent,outcome}`: a component's
     /// outbound HTTP requests, allowed, denied or failed.
-    pub fn outbound(&self, agent: &str) -> crate::runtime::OutboundCounters {
+    pub fn outbound(&self, agent: &str) -> OutboundCounters {
         let labels = |outcome: &'static str| {
             vec![
                 Label::new("agent", agent.to_string()),
@@ -83,7 +83,7 @@ impl Metrics {
             ]
         };
         let r = &self.recorder;
-        crate::runtime::OutboundCounters {
+        OutboundCounters {
             allowed: counter(r, "wharf_outbound_requests_total", labels("allowed")),
             denied: counter(r, "wharf_outbound_requests_total", labels("denied")),
             failed: counter(r, "wharf_outbound_requests_total", labels("failed")),
@@ -254,4 +254,13 @@ mod tests {
         a.agent("x").traps.increment(1);
         assert!(!b.render().contains("wharf_traps_total{agent=\"x\"} 1"));
     }
+}
+
+/// The counters of one agent's outbound requests, by outcome; set when
+/// its route is built (the runtime has no metrics registry of its own).
+#[derive(Debug, Clone)]
+pub struct OutboundCounters {
+    pub allowed: Counter,
+    pub denied: Counter,
+    pub failed: Counter,
 }

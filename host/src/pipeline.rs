@@ -15,12 +15,13 @@ use arc_swap::ArcSwap;
 
 use crate::cluster::Cluster;
 use crate::config::{Composition, Limits};
-use crate::filter::audit::{AuditRecord, now_rfc3339};
+use crate::filter::audit::AuditRecord;
 use crate::filter::{AuditLog, ChainRun, Chains, FilterFailure, Flow};
 use crate::metrics::Metrics;
 use crate::registry::{Registry, Snapshot};
 use crate::request::{Body, BodyError, Reach, Request, Response};
 use crate::router::{AgentRoute, RouteError, Routes, error_status};
+use crate::time::now_rfc3339;
 use crate::topics::Bus;
 
 /// Why the pipeline did not produce a response.
@@ -34,9 +35,9 @@ pub enum PipelineError {
     Route(#[from] RouteError),
     #[error(transparent)]
     Filter(#[from] FilterFailure),
-    /// A topic or pattern that cannot be used.
-    #[error("{0}")]
-    Topic(String),
+    /// A topic or pattern that cannot be used, or a payload too large.
+    #[error(transparent)]
+    Topic(#[from] crate::topics::BusError),
     /// A step of a pipeline block failed, or none of its branches answered.
     #[error("{1}")]
     Composition(u16, String),
@@ -350,8 +351,7 @@ impl Pipeline {
                 return match forwarder.filter(|_| req.hop.from_node.is_none()) {
                     Some(cluster) => {
                         let limit = default_gate().body_limit;
-                        crate::cluster::route::elsewhere(cluster, agent, req, body, limit, None)
-                            .await
+                        crate::placement::elsewhere(cluster, agent, req, body, limit, None).await
                     }
                     None => Err(PipelineError::AgentNotFound(agent.to_string())),
                 };
@@ -366,11 +366,10 @@ impl Pipeline {
         let mut body = body;
         if let (Some(cluster), Some(session)) = (forwarder, req.affinity.clone()) {
             let limit = route.core.policy.limits.request_body;
-            let pinned =
-                crate::cluster::route::pinned(cluster, agent, &session, &mut req, body, limit);
+            let pinned = crate::placement::pinned(cluster, agent, &session, &mut req, body, limit);
             match pinned.await {
-                crate::cluster::route::Pinned::There(result) => return result,
-                crate::cluster::route::Pinned::Here(kept) => body = kept,
+                crate::placement::Pinned::There(result) => return result,
+                crate::placement::Pinned::Here(kept) => body = kept,
             }
         }
         req.agent = route.core.entry.origin.name.as_str().into();
@@ -384,7 +383,7 @@ impl Pipeline {
         let overflow = forwarder.filter(|_| req.hop.from_node.is_none());
         let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
             match overflow {
-                Some(cluster) => crate::cluster::route::or_overflow(cluster, agent, req, |req| {
+                Some(cluster) => crate::placement::or_overflow(cluster, agent, req, |req| {
                     terminal.answer(route, req)
                 }),
                 None => terminal.answer(route, req),
@@ -392,7 +391,7 @@ impl Pipeline {
         };
         let mut result = self.guarded(agent, chain, &gate, req, body, answer).await;
         if let (Some(cluster), Ok(resp)) = (self.cluster.get(), &mut result) {
-            crate::cluster::route::mark(cluster, resp);
+            crate::placement::mark(cluster, resp);
         }
         result
     }

@@ -7,61 +7,21 @@
 use std::io::{Cursor, Write};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 use wasmsign2::{KeyPair, Module, PublicKey, PublicKeySet, SecretKey, WSError};
 
-/// A public key the configuration trusts, with the file it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TrustedKey {
-    pub path: PathBuf,
-    pub key: PublicKey,
-}
+pub use crate::config::{KeyError, Trust, TrustedKey, key_id};
 
-impl TrustedKey {
-    /// Reads a public key file (PEM, as `wharf keygen` writes, DER or raw).
-    pub fn read(path: &Path) -> Result<TrustedKey, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read the key: {e}"))?;
-        let key =
-            PublicKey::from_any(&bytes).map_err(|e| format!("not an Ed25519 public key: {e}"))?;
-        Ok(TrustedKey {
-            path: path.to_path_buf(),
-            key,
-        })
+/// Checks a component's signature. Returns the id of the key that
+/// signed it (none: unsigned and allowed, or nothing to check against),
+/// or why it is refused.
+pub fn check(trust: &Trust, bytes: &[u8]) -> Result<Option<String>, Unverified> {
+    if trust.keys.is_empty() && !trust.require_signature {
+        return Ok(None);
     }
-
-    /// A short, stable name for the key: `ed25519:` and 16 hex digits of
-    /// the SHA-256 of its bytes.
-    pub fn id(&self) -> String {
-        key_id(&self.key)
-    }
-}
-
-fn key_id(key: &PublicKey) -> String {
-    let sum = Sha256::digest(key.pk.as_ref());
-    format!("ed25519:{}", hex::encode(&sum[..8]))
-}
-
-/// What the configuration's `trust` block says.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Trust {
-    pub keys: Vec<TrustedKey>,
-    /// Every component must carry a valid signature by a listed key.
-    pub require_signature: bool,
-}
-
-impl Trust {
-    /// Checks a component's signature. Returns the id of the key that
-    /// signed it (none: unsigned and allowed, or nothing to check against),
-    /// or why it is refused.
-    pub fn check(&self, bytes: &[u8]) -> Result<Option<String>, String> {
-        if self.keys.is_empty() && !self.require_signature {
-            return Ok(None);
-        }
-        match verify(bytes, &self.keys) {
-            Ok(id) => Ok(Some(id)),
-            Err(Unverified::Unsigned) if !self.require_signature => Ok(None),
-            Err(why) => Err(why.to_string()),
-        }
+    match verify(bytes, &trust.keys) {
+        Ok(id) => Ok(Some(id)),
+        Err(Unverified::Unsigned) if !trust.require_signature => Ok(None),
+        Err(why) => Err(why),
     }
 }
 
@@ -226,18 +186,18 @@ mod tests {
             keys: vec![key.clone()],
             require_signature: false,
         };
-        assert_eq!(lax.check(EMPTY_COMPONENT), Ok(None));
+        assert_eq!(check(&lax, EMPTY_COMPONENT).unwrap(), None);
         let strict = Trust {
             keys: vec![key],
             require_signature: true,
         };
         assert!(
-            strict
-                .check(EMPTY_COMPONENT)
+            check(&strict, EMPTY_COMPONENT)
                 .unwrap_err()
+                .to_string()
                 .contains("not signed")
         );
-        assert_eq!(Trust::default().check(b"anything"), Ok(None));
+        assert_eq!(check(&Trust::default(), b"anything").unwrap(), None);
     }
 
     #[test]

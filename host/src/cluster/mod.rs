@@ -7,7 +7,6 @@
 
 pub mod members;
 pub mod pins;
-pub mod route;
 pub mod wire;
 
 use std::sync::Arc;

@@ -197,7 +197,7 @@ impl Peers for Link {
         let route = pipeline
             .lookup(from)
             .ok_or_else(|| format!("`{from}` is not loaded"))?;
-        crate::topics::check_topic(topic)?;
+        crate::topics::check_topic(topic).map_err(|e| e.to_string())?;
         let allowed = route
             .core
             .policy
@@ -210,7 +210,10 @@ impl Peers for Link {
                 "`{from}` may not publish to `{topic}`: no pattern in its `publishes` matches it"
             ));
         }
-        pipeline.bus().publish(topic, payload)
+        pipeline
+            .bus()
+            .publish(topic, payload)
+            .map_err(|e| e.to_string())
     }
 }
 

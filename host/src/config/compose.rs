@@ -448,11 +448,11 @@ impl Walker {
     }
 
     fn check_pattern(&mut self, pattern: &str, span: SourceSpan) -> bool {
-        match crate::topics::Pattern::parse(pattern) {
+        match super::Pattern::parse(pattern) {
             Ok(_) => true,
             Err(msg) => {
                 self.problems.push(
-                    Problem::new(span, msg)
+                    Problem::new(span, msg.to_string())
                         .help("dot-separated tokens; `*` is one token, `>` the rest (last only)"),
                 );
                 false

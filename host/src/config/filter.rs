@@ -305,7 +305,7 @@ impl Walker {
                 );
                 return None;
             };
-            if !crate::registry::valid_agent_name(name) {
+            if !super::valid_agent_name(name) {
                 self.problems.push(Problem::new(
                     entry.span(),
                     format!("`{name}` is not a valid filter name"),

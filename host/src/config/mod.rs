@@ -12,12 +12,14 @@ mod cluster;
 mod compose;
 mod diag;
 mod filter;
+mod names;
 mod nesting;
 mod outbound;
 mod parse;
 mod policy;
 mod push;
 mod tasks;
+pub mod topic;
 mod trust;
 mod units;
 
@@ -36,6 +38,7 @@ pub use compose::{
 };
 pub use diag::{ConfigError, Problem};
 pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLimit};
+pub use names::{MAX_NAME_LEN, valid_agent_name};
 pub use outbound::Outbound;
 pub use policy::{
     Affinity, AffinitySource, Breaker, Health, Instances, Limits, Mode, Policy, RateKey, RateLimit,
@@ -43,6 +46,8 @@ pub use policy::{
 };
 pub use push::{Push, Target};
 pub use tasks::Tasks;
+pub use topic::Pattern;
+pub use trust::{KeyError, Trust, TrustedKey, key_id};
 pub use units::{format_size, parse_duration, parse_size};
 
 /// The configuration used when no file is given and `./wharf.kdl` does not exist.
@@ -76,7 +81,7 @@ pub struct Config {
     /// Host-wide A2A settings (the host's own agent card).
     pub a2a: A2aSettings,
     /// Which keys sign the components served, and whether they must.
-    pub trust: crate::trust::Trust,
+    pub trust: Trust,
     /// Watch the agents directory and the configuration file, and reload
     /// what changes while serving (`watch #false`: only on SIGHUP).
     pub watch: bool,
@@ -217,7 +222,7 @@ impl Default for Config {
             tasks: Tasks::default(),
             push: None,
             a2a: A2aSettings::default(),
-            trust: crate::trust::Trust::default(),
+            trust: Trust::default(),
             watch: true,
             pipelines: BTreeMap::new(),
             call_depth: DEFAULT_CALL_DEPTH,

@@ -381,7 +381,7 @@ impl Walker {
 
     /// Whether `name` can name a component (a file stem); reports it when not.
     pub(super) fn valid_name(&mut self, name: &str, span: SourceSpan, what: &str) -> bool {
-        let valid = crate::registry::valid_agent_name(name);
+        let valid = super::valid_agent_name(name);
         if !valid {
             self.problems.push(
                 Problem::new(span, format!("`{name}` is not a valid {what} name"))

@@ -15,10 +15,64 @@ use std::path::{Path, PathBuf};
 
 use kdl::KdlNode;
 use miette::SourceSpan;
+use sha2::{Digest, Sha256};
+use wasmsign2::PublicKey;
 
 use super::diag::Problem;
 use super::parse::Walker;
-use crate::trust::{Trust, TrustedKey};
+
+/// A public key the configuration trusts, with the file it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedKey {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// The key.
+    pub key: PublicKey,
+}
+
+impl TrustedKey {
+    /// Reads a public key file (PEM, as `wharf keygen` writes, DER or raw).
+    pub fn read(path: &Path) -> Result<TrustedKey, KeyError> {
+        let bytes = std::fs::read(path).map_err(KeyError::Read)?;
+        let key = PublicKey::from_any(&bytes).map_err(|e| KeyError::NotEd25519(e.to_string()))?;
+        Ok(TrustedKey {
+            path: path.to_path_buf(),
+            key,
+        })
+    }
+
+    /// A short, stable name for the key: `ed25519:` and 16 hex digits of
+    /// the SHA-256 of its bytes.
+    pub fn id(&self) -> String {
+        key_id(&self.key)
+    }
+}
+
+/// A key's id, as [`TrustedKey::id`] gives it.
+pub fn key_id(key: &PublicKey) -> String {
+    let sum = Sha256::digest(key.pk.as_ref());
+    format!("ed25519:{}", hex::encode(&sum[..8]))
+}
+
+/// What the configuration's `trust` block says.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Trust {
+    /// The keys listed, read.
+    pub keys: Vec<TrustedKey>,
+    /// Every component must carry a valid signature by a listed key.
+    pub require_signature: bool,
+}
+
+/// Why a key file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The file cannot be read.
+    #[error("cannot read the key: {0}")]
+    Read(std::io::Error),
+    /// Its contents are not an Ed25519 public key.
+    #[error("not an Ed25519 public key: {0}")]
+    NotEd25519(String),
+}
 
 const TRUST: &[&str] = &["key", "require-signature"];
 
@@ -113,7 +167,8 @@ mod tests {
     #[test]
     fn keys_are_read_relative_to_the_file_and_required_by_default() {
         let dir = tempfile::tempdir().unwrap();
-        crate::trust::keygen(&dir.path().join("release")).unwrap();
+        let pair = wasmsign2::KeyPair::generate();
+        std::fs::write(dir.path().join("release.pub"), pair.pk.to_pem()).unwrap();
         let text = "trust { key \"release.pub\" }";
         let config = Config::parse("t.kdl", text, dir.path()).unwrap();
         assert_eq!(config.trust.keys.len(), 1);

@@ -9,8 +9,8 @@ use dashmap::DashMap;
 use metrics::{Counter, Histogram, Label};
 use metrics_exporter_prometheus::PrometheusRecorder;
 
-use super::verdict::{Decision, Phase};
 use crate::metrics::{Metrics, counter, histogram};
+use crate::verdict::{Decision, Phase};
 
 /// Distinct rule ids counted per filter; hits on more ids count as `_other`.
 pub const MAX_RULE_IDS: usize = 1000;

@@ -7,7 +7,6 @@
 pub mod audit;
 pub mod metrics;
 mod run;
-pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -15,11 +15,11 @@ use http::HeaderMap;
 use super::FilterRoute;
 use super::audit::AuditVerdict;
 use super::metrics::{FailureKind, Skip};
-use super::verdict::{Decision, HeaderOp, Phase, Verdict};
 use crate::config::{Failure, FilterMode, PastLimit};
 use crate::request::{Request, Response};
 use crate::router::{Lease, ensure_instance};
 use crate::runtime::{CallError, FilterLive};
+use crate::verdict::{Decision, HeaderOp, Phase, Verdict};
 
 /// Why the chain failed the request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

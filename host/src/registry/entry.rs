@@ -108,7 +108,7 @@ pub(super) fn load_one(
     check_pin(config, name, &digest)?;
     // Before compiling: a compiled artifact is found in the cache by the
     // digest of a source that passed these checks, never trusted on its own.
-    let signed_by = config.trust.check(&bytes)?;
+    let signed_by = crate::trust::check(&config.trust, &bytes).map_err(|e| e.to_string())?;
     let (component, outcome) = runtime
         .compile_hashed(&bytes, &sha256)
         .map_err(|e| format!("failed to compile: {e}"))?;
@@ -119,7 +119,7 @@ pub(super) fn load_one(
         digest,
         size: bytes.len() as u64,
         world: prepared.world().as_str(),
-        loaded: crate::filter::audit::now_rfc3339(),
+        loaded: crate::time::now_rfc3339(),
         signed_by,
         stamp,
     };

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::entry::{Loaded, load_one};
-use super::{Snapshot, Stamp, valid_agent_name};
+use super::{Snapshot, Stamp};
+use crate::config::valid_agent_name;
 use crate::config::{Config, format_size};
 use crate::runtime::Runtime;
 
@@ -406,19 +407,4 @@ pub(crate) fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, String> {
         return Err(format!("file is over the limit of {}", format_size(max)));
     }
     Ok(bytes)
-}
-
-/// What kind of WebAssembly a byte string is, as a refusal when not a component.
-pub(crate) fn check_component(bytes: &[u8]) -> Result<(), String> {
-    if wasmparser::Parser::is_component(bytes) {
-        Ok(())
-    } else if wasmparser::Parser::is_core_wasm(bytes) {
-        Err(
-            "a core WebAssembly module, not a component (build it for wasm32-wasip2, \
-             or wrap it with `wasm-tools component new`)"
-                .into(),
-        )
-    } else {
-        Err("not a WebAssembly file".into())
-    }
 }

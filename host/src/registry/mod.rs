@@ -3,6 +3,7 @@
 //! new set at once. Scanning a directory lives in [`load`], loading one
 //! file in [`entry`].
 
+mod component;
 mod entry;
 mod load;
 
@@ -13,26 +14,14 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use serde::Serialize;
 
+pub use component::check_component;
 pub(crate) use entry::digest;
+pub(crate) use load::read_capped;
 pub use load::{Refusal, load_dir, reload_dir};
-pub(crate) use load::{check_component, read_capped};
 
 use crate::config::{Config, FilterPolicy, Policy};
-use crate::filter::verdict::Phases;
 use crate::runtime::{AgentImage, Card, FilterImage};
-
-/// Longest agent name accepted.
-pub const MAX_NAME_LEN: usize = 64;
-
-/// Agent names are file stems: 1–64 of `A-Z a-z 0-9 - _ .`, not starting with `.`.
-pub fn valid_agent_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
+use crate::verdict::Phases;
 
 /// Where a component came from and what it is.
 #[derive(Debug, Clone, Serialize)]
@@ -211,21 +200,5 @@ impl Registry {
     /// Publishes a new snapshot; requests in flight keep the old one.
     pub fn publish(&self, snapshot: Snapshot) {
         self.current.store(Arc::new(snapshot));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn agent_names() {
-        assert!(valid_agent_name("echo"));
-        assert!(valid_agent_name("my-agent_2.v1"));
-        assert!(!valid_agent_name(""));
-        assert!(!valid_agent_name(".hidden"));
-        assert!(!valid_agent_name("with space"));
-        assert!(!valid_agent_name("ünï"));
-        assert!(!valid_agent_name(&"a".repeat(65)));
     }
 }

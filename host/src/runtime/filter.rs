@@ -15,11 +15,11 @@ use super::call::{CallError, Live, by_deadline, classify, new_store};
 use super::convert::{decode_headers, encode_request, host_owned};
 use super::state::{GuestIdentity, GuestState};
 use crate::config::Limits;
-use crate::filter::verdict::{
+use crate::request::{Request, Response};
+use crate::verdict::{
     Audit, Decision, HeaderOp, MAX_AUDIT_ITEMS, MAX_AUDIT_TEXT, MAX_METADATA, MAX_METADATA_VALUE,
     Phase, Phases, Verdict, valid_metadata_key,
 };
-use crate::request::{Request, Response};
 
 /// Most header operations one verdict may carry.
 const MAX_HEADER_OPS: usize = 256;

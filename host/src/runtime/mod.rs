@@ -22,6 +22,7 @@ use sha2::Digest;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
+pub use crate::metrics::OutboundCounters;
 pub use bindings::{Card, Health, Skill};
 pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
 pub use call::{AgentImage, CallError, Exports, Live, watched};
@@ -30,7 +31,7 @@ pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
 #[cfg(feature = "fuzzing")]
 pub use filter::fuzz_verdict;
 pub use filter::{FilterImage, FilterLive};
-pub use outbound::{OutboundAccess, OutboundCounters};
+pub use outbound::OutboundAccess;
 pub use preinit::wants_preinit;
 pub use state::{GuestIdentity, GuestState};
 

@@ -14,15 +14,7 @@ use metrics::Counter;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::config::Outbound;
-
-/// The counters of one agent's outbound requests, by outcome; set when
-/// its route is built (the runtime has no metrics registry of its own).
-#[derive(Debug, Clone)]
-pub struct OutboundCounters {
-    pub allowed: Counter,
-    pub denied: Counter,
-    pub failed: Counter,
-}
+use crate::metrics::OutboundCounters;
 
 /// What a guest's store needs to decide on its outbound requests.
 #[derive(Debug, Default, Clone)]

@@ -21,7 +21,24 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-pub use pattern::{Index, MAX_TOPIC_LEN, Pattern, check_topic, matches};
+pub use crate::config::topic::{MAX_TOPIC_LEN, Pattern, TopicError, check_topic, matches};
+pub use pattern::Index;
+
+/// Why the bus refused a publish or a watch.
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    /// The topic or pattern cannot be used.
+    #[error(transparent)]
+    Topic(#[from] TopicError),
+    /// The payload is over the host's `max-payload`.
+    #[error("a payload of {len} bytes is over this host's `max-payload` of {max}")]
+    TooLarge {
+        /// The payload's length in bytes.
+        len: usize,
+        /// The host's `max-payload`.
+        max: usize,
+    },
+}
 pub use queue::{Event, Queue, QueueCounters};
 
 use crate::config::{Overflow, Subscription};
@@ -78,14 +95,14 @@ impl Bus {
 
     /// Queues `payload` for every subscription `topic` matches; how many
     /// queued it.
-    pub fn publish(&self, topic: &str, payload: Bytes) -> Result<usize, String> {
+    pub fn publish(&self, topic: &str, payload: Bytes) -> Result<usize, BusError> {
         check_topic(topic)?;
         let max = self.max_payload();
         if payload.len() > max {
-            return Err(format!(
-                "a payload of {} bytes is over this host's `max-payload` of {max}",
-                payload.len()
-            ));
+            return Err(BusError::TooLarge {
+                len: payload.len(),
+                max,
+            });
         }
         let event = Arc::new(Event {
             topic: topic.into(),
@@ -155,7 +172,7 @@ impl Bus {
         pattern: &str,
         capacity: usize,
         max_bytes: usize,
-    ) -> Result<Watch, String> {
+    ) -> Result<Watch, BusError> {
         let pattern = Pattern::parse(pattern)?;
         let sub = self.subscriber("watch", pattern, capacity, max_bytes, Overflow::DropOldest);
         Ok(Watch {

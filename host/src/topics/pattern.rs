@@ -1,97 +1,10 @@
-//! Topic names and patterns as NATS writes them (dot-separated tokens; in a
-//! pattern `*` stands for one token and a last `>` for one or more), and
-//! the index that finds every subscription a topic matches without
-//! looking at the ones it cannot.
+//! The index that finds every subscription a topic matches without
+//! looking at the ones it cannot (the pattern grammar itself is
+//! [`crate::config::topic`]).
 
 use std::collections::HashMap;
 
-/// Longest topic or pattern accepted, in bytes.
-pub const MAX_TOPIC_LEN: usize = 256;
-
-/// A checked subscription pattern.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pattern(String);
-
-impl Pattern {
-    /// Checks `text`: non-empty tokens of printable non-space characters,
-    /// `*` and `>` only as whole tokens, `>` only last.
-    pub fn parse(text: &str) -> Result<Pattern, String> {
-        check(text, "pattern")?;
-        let count = text.split('.').count();
-        for (i, token) in text.split('.').enumerate() {
-            let wild = token.contains(['*', '>']);
-            if wild && token != "*" && token != ">" {
-                return Err(format!(
-                    "the pattern `{text}` has `{token}`: `*` and `>` stand alone as tokens"
-                ));
-            }
-            if token == ">" && i + 1 != count {
-                return Err(format!(
-                    "the pattern `{text}` has `>` before its last token"
-                ));
-            }
-        }
-        Ok(Pattern(text.to_string()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// Whether `topic` (a checked topic) matches; for one-off checks (the
-    /// index is for many patterns).
-    pub fn matches(&self, topic: &str) -> bool {
-        matches(&self.0, topic)
-    }
-}
-
-/// Whether `topic` matches `pattern`, both already checked (a pattern
-/// from a parsed configuration).
-pub fn matches(pattern: &str, topic: &str) -> bool {
-    let mut tokens = topic.split('.');
-    for want in pattern.split('.') {
-        match (want, tokens.next()) {
-            (">", Some(_)) => return true,
-            ("*", Some(_)) => {}
-            (want, Some(got)) if want == got => {}
-            _ => return false,
-        }
-    }
-    tokens.next().is_none()
-}
-
-/// Checks a topic a message is published to: a pattern's rules, and no
-/// wildcards.
-pub fn check_topic(topic: &str) -> Result<(), String> {
-    check(topic, "topic")?;
-    if topic.split('.').any(|t| t == "*" || t == ">") {
-        return Err(format!(
-            "the topic `{topic}` has a wildcard: messages go to one topic, subscriptions use patterns"
-        ));
-    }
-    Ok(())
-}
-
-fn check(text: &str, what: &str) -> Result<(), String> {
-    if text.is_empty() {
-        return Err(format!("a {what} cannot be empty"));
-    }
-    if text.len() > MAX_TOPIC_LEN {
-        return Err(format!(
-            "a {what} is at most {MAX_TOPIC_LEN} bytes, found {}",
-            text.len()
-        ));
-    }
-    if let Some(c) = text.chars().find(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("the {what} `{text}` holds {c:?}"));
-    }
-    if text.split('.').any(str::is_empty) {
-        return Err(format!(
-            "the {what} `{text}` has an empty token (a leading, trailing or doubled `.`)"
-        ));
-    }
-    Ok(())
-}
+use crate::config::topic::Pattern;
 
 /// Subscriptions by pattern, as a tree of tokens: matching a topic walks
 /// one branch per token (plus the `*` branch), so its cost grows with the
@@ -268,23 +181,5 @@ mod tests {
         assert_eq!(index.len(), 2);
         index.remove(&Pattern::parse("x.y").unwrap(), |_| true);
         assert_eq!(index.len(), 2);
-    }
-
-    #[test]
-    fn bad_patterns_and_topics_say_why() {
-        for bad in [
-            "",
-            "a..b",
-            ".a",
-            "a.",
-            "a.b*",
-            "a.>.b",
-            "a b",
-            &"x".repeat(300),
-        ] {
-            assert!(Pattern::parse(bad).is_err(), "{bad}");
-        }
-        assert!(check_topic("a.*").unwrap_err().contains("wildcard"));
-        assert!(check_topic("orders.created").is_ok());
     }
 }

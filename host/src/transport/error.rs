@@ -67,7 +67,9 @@ impl From<&PipelineError> for ApiError {
         use StatusCode as S;
         match err {
             PipelineError::AgentNotFound(name) => ApiError::agent_not_found(name),
-            PipelineError::Topic(why) => ApiError::new(S::BAD_REQUEST, "bad_topic", why.clone()),
+            PipelineError::Topic(why) => {
+                ApiError::new(S::BAD_REQUEST, "bad_topic", why.to_string())
+            }
             PipelineError::Composition(status, why) => ApiError::new(
                 S::from_u16(*status).unwrap_or(S::BAD_GATEWAY),
                 "pipeline_failed",
@@ -294,7 +296,9 @@ mod tests {
                 phase: "request_headers",
                 kind: FailureKind::Trap,
             }),
-            PipelineError::Topic("a.*".into()),
+            PipelineError::Topic(crate::topics::BusError::Topic(
+                crate::topics::check_topic("a.*").unwrap_err(),
+            )),
             PipelineError::Composition(504, "slow".into()),
         ];
         let statuses: Vec<u16> = cases

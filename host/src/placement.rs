@@ -6,8 +6,8 @@
 use bytes::Bytes;
 use http::HeaderValue;
 
-use super::pins::Place;
-use super::{Cluster, ForwardError};
+use crate::cluster::pins::Place;
+use crate::cluster::{Cluster, ForwardError};
 use crate::pipeline::{BoxFuture, PipelineError};
 use crate::request::{Body, Call, Request, Response};
 use crate::router::RouteError;
