@@ -5,16 +5,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Builds the guests with `scripts/build-guests.sh` and returns their directory.
+/// Builds the guests with `scripts/setup/build-guests.sh` and returns their directory.
 pub fn guests_dir() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = Command::new("bash")
-        .arg(root.join("scripts/build-guests.sh"))
+        .arg(root.join("scripts/setup/build-guests.sh"))
         // The wharf binary cargo built for this test or bench run does the
         // bindings and componentizing; no nested cargo build.
         .env("WHARF_BIN", env!("CARGO_BIN_EXE_wharf"))
         .output()
-        .expect("running scripts/build-guests.sh");
+        .expect("running scripts/setup/build-guests.sh");
     assert!(
         out.status.success(),
         "{}",
@@ -30,7 +30,7 @@ pub fn guests_dir() -> PathBuf {
     )
 }
 
-/// Where `scripts/build-guests.sh` puts the C, Go, Python and JavaScript
+/// Where `scripts/setup/build-guests.sh` puts the C, Go, Python and JavaScript
 /// components (`NAME-LANG.wasm`), given the Rust directory it returned.
 #[allow(dead_code)]
 pub fn lang_dir(rust_dir: &Path) -> PathBuf {

@@ -8,8 +8,8 @@
 //!   short fields, and an attack; warm instances, and fresh instances
 //!   started from the `preinit` snapshot (for the baseline also without
 //!   it, each instance compiling the rules); beside the old engine
-//!   (zentinel-modsec) when `scripts/waf-old-engine.sh` has built it;
-//!   and the filter built with wasm SIMD when `scripts/waf-simd.sh` has;
+//!   (zentinel-modsec) when `scripts/bench/waf-old-engine.sh` has built it;
+//!   and the filter built with wasm SIMD when `scripts/bench/waf-simd.sh` has;
 //! - `waf_curve`: CRS over a clean form from 1 KiB to about 1 MiB.
 //!
 //! Run with `cargo bench --bench filters`; results go in BENCHMARKS.md.
@@ -101,13 +101,13 @@ fn overhead(c: &mut Criterion) {
 }
 
 /// The old engine's component (zentinel-modsec, before Wharf's own
-/// SecLang engine), when `scripts/waf-old-engine.sh` has built it.
+/// SecLang engine), when `scripts/bench/waf-old-engine.sh` has built it.
 fn old_engine() -> bool {
     common::guests_dir().join("waf-zentinel.wasm").is_file()
 }
 
 /// The `waf` component built with wasm SIMD (`+simd128`), when
-/// `scripts/waf-simd.sh` has built it.
+/// `scripts/bench/waf-simd.sh` has built it.
 fn simd_build() -> bool {
     common::guests_dir().join("waf-simd.wasm").is_file()
 }
@@ -127,7 +127,9 @@ fn many_fields(bytes: usize) -> Vec<u8> {
 fn waf(c: &mut Criterion) {
     let old = old_engine();
     if !old {
-        eprintln!("scripts/waf-old-engine.sh has not built the old engine: its rows are skipped");
+        eprintln!(
+            "scripts/bench/waf-old-engine.sh has not built the old engine: its rows are skipped"
+        );
     }
     let crs_dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../third_party/coreruleset");

@@ -3,7 +3,7 @@
 //! (`health`) and a 1 KiB echo per call (criterion), plus one-shot compile
 //! time, load time from the compile cache, compiled size and memory per
 //! instance, printed as a table.
-//! Run with `scripts/lang-numbers.sh` (adds build times and .wasm sizes);
+//! Run with `scripts/bench/lang-numbers.sh` (adds build times and .wasm sizes);
 //! results go in BENCHMARKS.md.
 
 mod common;

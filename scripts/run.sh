@@ -8,7 +8,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-guests="$(scripts/build-guests.sh --rust-only | tail -n 1)"
+guests="$(scripts/setup/build-guests.sh --rust-only | tail -n 1)"
 mkdir -p agents
 cp "$guests/echo.wasm" "$guests/hello.wasm" "$guests/counter.wasm" \
     "$guests/scribe.wasm" "$guests/booking.wasm" \

@@ -15,11 +15,11 @@ apt_install() {
         { $sudo apt-get update -q >/dev/null && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; }
 }
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || apt_install postgresql
-scripts/build-guests.sh >/dev/null
+scripts/setup/build-guests.sh >/dev/null
 # The real clients the tests drive Wharf with (the official A2A SDK).
-scripts/test-clients.sh
+scripts/setup/test-clients.sh
 # The WAF engine's own tests (natively), then a fixed sample of the CRS
 # regression suite over HTTP against a real `wharf serve`, with floors.
 cargo test --quiet --manifest-path policies/Cargo.toml -p wharf-seclang --target-dir target/policies-native
-scripts/crs-conformance.sh --sample 400 --floor 98 --decision-floor 94 --bin "$root/target/debug/wharf"
+scripts/conformance/crs-conformance.sh --sample 400 --floor 98 --decision-floor 94 --bin "$root/target/debug/wharf"
 cargo test --workspace "$@"

@@ -85,7 +85,10 @@ fn open_cache(runtime: &mut Runtime, config: &Config) -> Result<(), StartError> 
 /// the configuration has a `push` block. A cluster with `postgres` keeps
 /// its tasks there, shared by every node; otherwise they stay in SQLite.
 async fn open_tasks(config: &Config, metrics: &Metrics) -> Result<Arc<A2a>, StartError> {
-    let options = config.tasks.store_options().map_err(StartError::Tasks)?;
+    let path = config.tasks.prepared_path().map_err(StartError::Tasks)?;
+    let mut options = wharf_tasks::StoreOptions::new(path);
+    options.durability = config.tasks.durability;
+    options.retention = config.tasks.retention;
     let shared = config
         .cluster
         .as_ref()

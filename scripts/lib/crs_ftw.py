@@ -2,7 +2,7 @@
 """Replays CRS regression cases (the JSON-lines format of
 ../shared/crs/regression-tests.jsonl.gz) over HTTP against a running
 `wharf serve`, with go-ftw's semantics, and prints the score and the
-failures by rule. Used by scripts/crs-conformance.sh, which starts the
+failures by rule. Used by scripts/conformance/crs-conformance.sh, which starts the
 server; standard library only.
 
 Per-rule mode (--audit FILE): the server runs the WAF in detect mode at

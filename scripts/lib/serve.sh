@@ -11,7 +11,7 @@
 # the configuration listens on), and copies agents into $work/agents.
 
 wharf_build() {
-    guests="$(scripts/build-guests.sh --rust-only | tail -n 1)"
+    guests="$(scripts/setup/build-guests.sh --rust-only | tail -n 1)"
     cargo build --release --quiet -p wharf -p wharf-load --bin wharf --bin wharf-load
     wharf="$root/target/release/wharf"
     load="$root/target/release/wharf-load"

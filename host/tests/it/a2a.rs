@@ -71,7 +71,7 @@ async fn the_official_javascript_sdk_streams_over_both_bindings() {
     let sdk = root.join("target/toolchains/a2a-js");
     assert!(
         sdk.join("node_modules/@a2a-js/sdk").is_dir(),
-        "the A2A JavaScript SDK is not installed at {}: run scripts/test-clients.sh",
+        "the A2A JavaScript SDK is not installed at {}: run scripts/setup/test-clients.sh",
         sdk.display()
     );
     // ES modules find their packages beside the script.

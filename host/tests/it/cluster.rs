@@ -28,7 +28,7 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
-/// The server scripts/test-clients.sh installs, else the one on PATH.
+/// The server scripts/setup/test-clients.sh installs, else the one on PATH.
 fn nats_server() -> std::path::PathBuf {
     let installed = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../target/toolchains/a2a-client/bin/nats-server");
@@ -59,7 +59,7 @@ impl Nats {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("nats-server runs (scripts/test-clients.sh installs it)");
+            .expect("nats-server runs (scripts/setup/test-clients.sh installs it)");
         let addr = format!("127.0.0.1:{port}");
         wait_until("NATS listens", || {
             let addr = addr.clone();

@@ -329,13 +329,13 @@ pub async fn next_chunk(body: &mut hyper::body::Incoming) -> Result<Option<Bytes
 }
 
 /// The Python of the test clients' venv (the A2A SDK, msgpack), installed
-/// by `scripts/test-clients.sh`.
+/// by `scripts/setup/test-clients.sh`.
 pub fn client_python() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let python = root.join("target/toolchains/a2a-client/bin/python");
     assert!(
         python.is_file(),
-        "the test clients are not installed at {}: run scripts/test-clients.sh (scripts/test.sh does)",
+        "the test clients are not installed at {}: run scripts/setup/test-clients.sh (scripts/test.sh does)",
         python.display()
     );
     python

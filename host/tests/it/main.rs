@@ -1,5 +1,5 @@
 //! Wharf's integration tests: one binary driving real sockets and real
-//! guest components built from `guests/` (by `scripts/build-guests.sh`,
+//! guest components built from `guests/` (by `scripts/setup/build-guests.sh`,
 //! run once per test binary).
 
 mod a2a;

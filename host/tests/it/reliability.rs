@@ -1,5 +1,5 @@
-//! Short versions of the reliability suite (`scripts/stress.sh`,
-//! `scripts/flood.sh`, `scripts/soak.sh` run them for minutes): the same
+//! Short versions of the reliability suite (`scripts/reliability/stress.sh`,
+//! `scripts/reliability/flood.sh`, `scripts/reliability/soak.sh` run them for minutes): the same
 //! drivers (`tools/load`), over real sockets, for seconds. They assert
 //! what must hold at any speed (no request lost or failed, good clients
 //! served through floods, limits answered with their status), never a

@@ -29,7 +29,7 @@ fn run(cmd: &mut Command) -> String {
 /// Creates a project, runs its `test.sh` (build, serve, one request), then
 /// serves it in-process and checks it answers as the echo does.
 async fn new_builds_and_serves(lang: &str) {
-    // Toolchains were installed by scripts/build-guests.sh (guests_dir).
+    // Toolchains were installed by scripts/setup/build-guests.sh (guests_dir).
     let root = guests_dir().join("../../../..");
     let parent = tempfile::tempdir().unwrap();
     let name = format!("my-{lang}-agent");

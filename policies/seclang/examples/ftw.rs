@@ -1,7 +1,7 @@
 //! Replays CRS regression cases (the JSON-lines format of
 //! `../shared/crs/regression-tests.jsonl.gz`) through the engine in
 //! process, without HTTP: a fast loop for working on the engine. The
-//! figures that count come from `scripts/crs-conformance.sh`, over HTTP
+//! figures that count come from `scripts/conformance/crs-conformance.sh`, over HTTP
 //! against a real `wharf serve`.
 //!
 //! `cargo run --release --example ftw -- CASES.jsonl.gz [--pl N] [--decision] [--only PREFIX] [-v]`

@@ -2,7 +2,7 @@
 //! (as go-ftw's albedo): `POST /reflect` with a JSON body
 //! `{"status":…, "headers":{…}, "body":"…", "encodedBody":"base64…"}` is
 //! answered with that status, those headers and that body; any other
-//! request gets `200 ok`. `scripts/crs-conformance.sh` serves it behind
+//! request gets `200 ok`. `scripts/conformance/crs-conformance.sh` serves it behind
 //! the `waf` filter so response-phase rules see the answers the cases
 //! describe.
 

@@ -2,7 +2,7 @@
 // (@a2a-js/sdk): SendStreamingMessage to `scribe` over each binding the
 // card offers, checking every event in order. Usage: node stream.mjs BASE_URL
 // (run from a directory whose node_modules holds the SDK: the test copies it
-// next to the install scripts/test-clients.sh makes). The SDK resolves the
+// next to the install scripts/setup/test-clients.sh makes). The SDK resolves the
 // card path relative to the base URL, so the base ends in a slash.
 // Prints one line per check and `N passed, N failed`; exits non-zero on a failure.
 import assert from "node:assert/strict";

@@ -1,0 +1,13 @@
+//! The vocabulary every stage of Wharf shares: the neutral request and
+//! response a transport hands to the pipeline ([`request`]), the filter
+//! verdicts ([`verdict`]), the metrics handles ([`metrics`]), the budget of
+//! long-lived streams ([`streams`]), the address checks of outbound
+//! connections ([`egress`]) and the wall clock of audit records ([`time`]).
+//! Nothing here knows about sockets, wasmtime or a transport.
+
+pub mod egress;
+pub mod metrics;
+pub mod request;
+pub mod streams;
+pub mod time;
+pub mod verdict;

@@ -1,0 +1,262 @@
+//! Prometheus metrics: one recorder per running Wharf (not a process-wide
+//! global, so several can run side by side), and per-agent handles
+//! registered once at load time so the hot path only touches atomics.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use metrics::{Counter, Gauge, Histogram, Key, Label, Metadata, Recorder};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
+
+/// Latency buckets, in seconds: 25 µs to 10 s.
+const BUCKETS: &[f64] = &[
+    0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Why an instance was retired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retire {
+    Uses = 0,
+    Trap = 1,
+    Memory = 2,
+    Unhealthy = 3,
+    /// Its request was abandoned half-way (the client went away).
+    Abandoned = 4,
+}
+
+const RETIRE_REASONS: [&str; 5] = ["uses", "trap", "memory", "unhealthy", "abandoned"];
+
+/// Why a request was turned away before reaching a guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shed {
+    Concurrency = 0,
+    Queue = 1,
+    Breaker = 2,
+    RateLimit = 3,
+}
+
+const SHED_REASONS: [&str; 4] = ["concurrency", "queue", "breaker", "rate_limit"];
+
+/// The registry all handles come from; renders the `/metrics` text.
+#[derive(Clone)]
+pub struct Metrics {
+    recorder: Arc<PrometheusRecorder>,
+    handle: PrometheusHandle,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets(BUCKETS)
+            .expect("the bucket list is not empty")
+            .build_recorder();
+        let handle = recorder.handle();
+        Metrics {
+            recorder: Arc::new(recorder),
+            handle,
+        }
+    }
+
+    /// Prometheus text exposition format.
+    pub fn render(&self) -> String {
+        self.handle.render()
+    }
+
+    /// Drains histogram samples into their buckets; call periodically.
+    pub fn upkeep(&self) {
+        self.handle.run_upkeep();
+    }
+
+    pub fn recorder(&self) -> &Arc<PrometheusRecorder> {
+        &self.recorder
+    }
+
+    /// Handles for one agent, registered now.
+    /// `wharf_outbound_requests_total{agent,outcome}`: a component's
+    /// outbound HTTP requests, allowed, denied or failed.
+    pub fn outbound(&self, agent: &str) -> OutboundCounters {
+        let labels = |outcome: &'static str| {
+            vec![
+                Label::new("agent", agent.to_string()),
+                Label::new("outcome", outcome),
+            ]
+        };
+        let r = &self.recorder;
+        OutboundCounters {
+            allowed: counter(r, "wharf_outbound_requests_total", labels("allowed")),
+            denied: counter(r, "wharf_outbound_requests_total", labels("denied")),
+            failed: counter(r, "wharf_outbound_requests_total", labels("failed")),
+        }
+    }
+
+    pub fn agent(&self, agent: &str) -> AgentMetrics {
+        let r = &self.recorder;
+        let base = vec![Label::new("agent", agent.to_string())];
+        let with = |k: &'static str, v: &'static str| {
+            let mut labels = base.clone();
+            labels.push(Label::new(k, v));
+            labels
+        };
+        AgentMetrics {
+            recorder: self.recorder.clone(),
+            agent: agent.to_string(),
+            requests: (0..1000).map(|_| OnceLock::new()).collect(),
+            request_seconds: histogram(r, "wharf_request_duration_seconds", base.clone()),
+            call_seconds: histogram(r, "wharf_guest_call_duration_seconds", base.clone()),
+            instantiate_seconds: histogram(r, "wharf_instantiate_duration_seconds", base.clone()),
+            traps: counter(r, "wharf_traps_total", base.clone()),
+            deadlines: counter(r, "wharf_deadline_exceeded_total", base.clone()),
+            memory_limits: counter(r, "wharf_memory_limit_total", base.clone()),
+            retries: counter(r, "wharf_retries_total", base.clone()),
+            instances_live: gauge(r, "wharf_instances", with("state", "live")),
+            instances_idle: gauge(r, "wharf_instances", with("state", "idle")),
+            retired: RETIRE_REASONS
+                .map(|reason| counter(r, "wharf_instances_retired_total", with("reason", reason))),
+            shed: SHED_REASONS
+                .map(|reason| counter(r, "wharf_requests_shed_total", with("reason", reason))),
+            affinity_hits: counter(r, "wharf_affinity_total", with("outcome", "hit")),
+            affinity_misses: counter(r, "wharf_affinity_total", with("outcome", "miss")),
+            affinity_repins: counter(r, "wharf_affinity_total", with("outcome", "repin")),
+            affinity_evictions: counter(r, "wharf_affinity_evictions_total", base.clone()),
+            ahead_hits: counter(r, "wharf_instances_ahead_total", with("outcome", "hit")),
+            ahead_misses: counter(r, "wharf_instances_ahead_total", with("outcome", "miss")),
+            breaker_state: gauge(r, "wharf_breaker_state", base.clone()),
+            healthy: gauge(r, "wharf_agent_healthy", base.clone()),
+            memory_max: {
+                // The peak starts again with each route (start or reload).
+                let g = gauge(r, "wharf_instance_memory_max_bytes", base);
+                g.set(0.0);
+                g
+            },
+            memory_peak: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+const META: Metadata<'static> = Metadata::new("wharf", metrics::Level::INFO, Some("wharf"));
+
+pub fn counter(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Counter {
+    r.register_counter(&Key::from_parts(name, labels), &META)
+}
+
+pub fn gauge(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Gauge {
+    r.register_gauge(&Key::from_parts(name, labels), &META)
+}
+
+pub fn histogram(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Histogram {
+    r.register_histogram(&Key::from_parts(name, labels), &META)
+}
+
+/// One agent's metric handles; cheap to use from any thread.
+pub struct AgentMetrics {
+    recorder: Arc<PrometheusRecorder>,
+    agent: String,
+    /// Requests by status code, registered on first use of each code.
+    requests: Box<[OnceLock<Counter>]>,
+    pub request_seconds: Histogram,
+    pub call_seconds: Histogram,
+    pub instantiate_seconds: Histogram,
+    pub traps: Counter,
+    pub deadlines: Counter,
+    pub memory_limits: Counter,
+    pub retries: Counter,
+    pub instances_live: Gauge,
+    pub instances_idle: Gauge,
+    retired: [Counter; 5],
+    shed: [Counter; 4],
+    pub affinity_hits: Counter,
+    pub affinity_misses: Counter,
+    pub affinity_repins: Counter,
+    pub affinity_evictions: Counter,
+    /// Fresh requests that found an instance made ahead, and that did not.
+    pub ahead_hits: Counter,
+    pub ahead_misses: Counter,
+    pub breaker_state: Gauge,
+    pub healthy: Gauge,
+    /// The most linear memory a warm instance held after a call, since the
+    /// agent's route was built (at start, and again on each reload).
+    memory_max: Gauge,
+    memory_peak: std::sync::atomic::AtomicU64,
+}
+
+impl AgentMetrics {
+    /// Counts a finished request and its latency.
+    pub fn request(&self, status: u16, elapsed: Duration) {
+        self.request_seconds.record(elapsed.as_secs_f64());
+        let Some(slot) = self.requests.get(usize::from(status)) else {
+            return;
+        };
+        slot.get_or_init(|| {
+            let labels = vec![
+                Label::new("agent", self.agent.clone()),
+                Label::new("status", status.to_string()),
+            ];
+            counter(&self.recorder, "wharf_requests_total", labels)
+        })
+        .increment(1);
+    }
+
+    /// Notes the linear memory a warm instance holds after a call.
+    pub fn instance_memory(&self, bytes: u64) {
+        use std::sync::atomic::Ordering;
+        if bytes > self.memory_peak.fetch_max(bytes, Ordering::Relaxed) {
+            self.memory_max.set(bytes as f64);
+        }
+    }
+
+    pub fn retired(&self, why: Retire) {
+        self.retired[why as usize].increment(1);
+    }
+
+    pub fn shed(&self, why: Shed) {
+        self.shed[why as usize].increment(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_registered_names_with_labels() {
+        let metrics = Metrics::new();
+        let a = metrics.agent("echo");
+        a.request(200, Duration::from_micros(120));
+        a.request(200, Duration::from_micros(80));
+        a.retired(Retire::Trap);
+        a.affinity_hits.increment(3);
+        metrics.upkeep();
+        let text = metrics.render();
+        assert!(
+            text.contains(r#"wharf_requests_total{agent="echo",status="200"} 2"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"wharf_instances_retired_total{agent="echo",reason="trap"} 1"#));
+        assert!(text.contains(r#"wharf_affinity_total{agent="echo",outcome="hit"} 3"#));
+        assert!(text.contains("wharf_request_duration_seconds_bucket"));
+    }
+
+    #[test]
+    fn two_registries_are_independent() {
+        let a = Metrics::new();
+        let b = Metrics::new();
+        a.agent("x").traps.increment(1);
+        assert!(!b.render().contains("wharf_traps_total{agent=\"x\"} 1"));
+    }
+}
+
+/// The counters of one agent's outbound requests, by outcome; set when
+/// its route is built (the runtime has no metrics registry of its own).
+#[derive(Debug, Clone)]
+pub struct OutboundCounters {
+    pub allowed: Counter,
+    pub denied: Counter,
+    pub failed: Counter,
+}

@@ -1,0 +1,468 @@
+//! One request through its filter chain: the request-headers phase (before
+//! the body is read), the request-body phase for the filters that asked for
+//! it, then the response phases on whatever response the client gets. One
+//! instance per filter serves all the phases of the request. Failures are
+//! classified and the filter's failure mode decides; detect mode records
+//! verdicts without applying them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::HeaderMap;
+
+use super::FilterRoute;
+use super::audit::AuditVerdict;
+use super::metrics::{FailureKind, Skip};
+use wharf_config::{Failure, FilterMode, PastLimit};
+use wharf_core::request::{Request, Response};
+use wharf_core::verdict::{Decision, HeaderOp, Phase, Verdict};
+use wharf_routing::{Lease, ensure_instance};
+use wharf_runtime::{CallError, FilterLive};
+
+/// Why the chain failed the request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilterFailure {
+    /// A filter whose failure mode is `closed` failed.
+    #[error("filter `{filter}` failed in {phase}: {kind:?}")]
+    Failed {
+        filter: String,
+        phase: &'static str,
+        kind: FailureKind,
+    },
+    /// A body past a filter's body limit, whose policy is `reject`.
+    #[error("the {what} body is over filter `{filter}`'s limit of {limit} bytes")]
+    BodyTooLarge {
+        filter: String,
+        limit: usize,
+        what: &'static str,
+    },
+}
+
+/// What the request phases decided.
+pub enum Flow {
+    Continue,
+    /// A filter answered: skip the rest of the request path.
+    Stop(Response),
+}
+
+enum Slot {
+    Empty,
+    Fresh(FilterLive),
+    Warm(Lease<FilterLive>),
+    /// Failed in an earlier phase: not called again for this request.
+    Skipped,
+}
+
+/// The state of one request's pass through its chain.
+pub struct ChainRun<'a> {
+    chain: &'a [Arc<FilterRoute>],
+    route_values: &'a BTreeMap<String, Arc<BTreeMap<String, String>>>,
+    slots: Vec<Slot>,
+    /// How many filters saw the request; the response phases run for these.
+    ran: usize,
+    want_request_body: Vec<bool>,
+    /// Response header changes from the request phases, for the response.
+    response_ops: Vec<HeaderOp>,
+    /// Metadata from the response phases (the request's own is in the request).
+    pub late_metadata: Vec<(String, String)>,
+    /// Flagged verdicts and failures, for the audit record.
+    pub records: Vec<AuditVerdict>,
+}
+
+impl<'a> ChainRun<'a> {
+    pub fn new(
+        chain: &'a [Arc<FilterRoute>],
+        route_values: &'a BTreeMap<String, Arc<BTreeMap<String, String>>>,
+    ) -> Self {
+        ChainRun {
+            chain,
+            route_values,
+            slots: chain.iter().map(|_| Slot::Empty).collect(),
+            ran: 0,
+            want_request_body: vec![false; chain.len()],
+            response_ops: Vec::new(),
+            late_metadata: Vec::new(),
+            records: Vec::new(),
+        }
+    }
+
+    /// The request-headers phase; `req.body` is empty.
+    pub async fn request_headers(&mut self, req: &mut Request) -> Result<Flow, FilterFailure> {
+        for i in 0..self.chain.len() {
+            self.ran = i + 1;
+            let phases = self.chain[i].entry.phases;
+            self.want_request_body[i] = phases.has(Phase::RequestBody);
+            if !phases.has(Phase::RequestHeaders) {
+                continue;
+            }
+            if let Some(v) = self
+                .call(i, Phase::RequestHeaders, req, None, false)
+                .await?
+            {
+                self.want_request_body[i] &= v.want_body;
+                if let Flow::Stop(resp) = self.apply_request(i, v, req) {
+                    self.ran = i;
+                    return Ok(Flow::Stop(resp));
+                }
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Whether any filter wants the request body.
+    pub fn wants_request_body(&self) -> bool {
+        self.want_request_body.iter().any(|w| *w)
+    }
+
+    /// The request-body phase for the filters that want the body.
+    pub async fn request_body(&mut self, req: &mut Request) -> Result<Flow, FilterFailure> {
+        for i in 0..self.ran {
+            if !self.want_request_body[i] {
+                continue;
+            }
+            let Some(prefix) = self.body_view(i, req.body.len(), "request")? else {
+                continue;
+            };
+            let full = prefix.map(|n| {
+                let full = req.body.clone();
+                req.body = full.slice(..n);
+                full
+            });
+            let verdict = self
+                .call(i, Phase::RequestBody, req, None, full.is_some())
+                .await;
+            if let Some(full) = full {
+                req.body = full;
+            }
+            if let Some(v) = verdict?
+                && let Flow::Stop(resp) = self.apply_request(i, v, req)
+            {
+                self.ran = i;
+                return Ok(Flow::Stop(resp));
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Whether the response phases have anything to do.
+    pub fn has_response_work(&self) -> bool {
+        !self.response_ops.is_empty()
+            || self.chain[..self.ran].iter().any(|f| {
+                f.entry.phases.has(Phase::ResponseHeaders)
+                    || f.entry.phases.has(Phase::ResponseBody)
+            })
+    }
+
+    /// The response phases, for the filters that saw the request. `req`
+    /// carries the request's head and headers (its body is not passed).
+    pub async fn response(
+        &mut self,
+        req: &Request,
+        mut resp: Response,
+    ) -> Result<Response, FilterFailure> {
+        for op in std::mem::take(&mut self.response_ops) {
+            op.apply(&mut resp.headers);
+        }
+        let mut want_body = vec![false; self.ran];
+        for (i, want) in want_body.iter_mut().enumerate() {
+            let phases = self.chain[i].entry.phases;
+            *want = phases.has(Phase::ResponseBody);
+            if !phases.has(Phase::ResponseHeaders) {
+                continue;
+            }
+            if let Some(v) = self
+                .call(i, Phase::ResponseHeaders, req, Some(&resp), false)
+                .await?
+            {
+                *want &= v.want_body;
+                if self.apply_response(i, v, &mut resp) {
+                    return Ok(resp);
+                }
+            }
+        }
+        if resp.stream.is_some() {
+            // A streamed body leaves as it is produced: no filter holds it.
+            return Ok(resp);
+        }
+        for (i, _) in want_body.iter().enumerate().filter(|(_, w)| **w) {
+            let Some(prefix) = self.body_view(i, resp.body.len(), "response")? else {
+                continue;
+            };
+            let verdict = match prefix {
+                None => {
+                    self.call(i, Phase::ResponseBody, req, Some(&resp), false)
+                        .await?
+                }
+                Some(n) => {
+                    let view =
+                        Response::new(resp.status, resp.headers.clone(), resp.body.slice(..n));
+                    self.call(i, Phase::ResponseBody, req, Some(&view), true)
+                        .await?
+                }
+            };
+            if let Some(v) = verdict
+                && self.apply_response(i, v, &mut resp)
+            {
+                return Ok(resp);
+            }
+        }
+        Ok(resp)
+    }
+
+    /// Returns every warm instance to its pool. Dropping the run without
+    /// this (a request abandoned half-way) also returns them, marked.
+    pub fn finish(mut self) -> (Vec<AuditVerdict>, Vec<(String, String)>) {
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if let Slot::Warm(lease) = std::mem::replace(slot, Slot::Empty) {
+                let route = &self.chain[i];
+                if let Some(pool) = &route.pool {
+                    pool.settle(lease, None, &route.instances);
+                }
+            }
+        }
+        (
+            std::mem::take(&mut self.records),
+            std::mem::take(&mut self.late_metadata),
+        )
+    }
+
+    /// How much of a body of `len` bytes filter `i` inspects: `Some(None)`
+    /// all of it, `Some(Some(n))` its first `n` bytes, `None` none.
+    fn body_view(
+        &self,
+        i: usize,
+        len: usize,
+        what: &'static str,
+    ) -> Result<Option<Option<usize>>, FilterFailure> {
+        let route = &self.chain[i];
+        let Some(limit) = route.entry.policy.body_limit.filter(|l| len > l.size) else {
+            return Ok(Some(None));
+        };
+        match limit.past {
+            PastLimit::Reject => Err(FilterFailure::BodyTooLarge {
+                filter: route.name().to_string(),
+                limit: limit.size,
+                what,
+            }),
+            PastLimit::Pass => {
+                route.metrics.skip(Skip::BodyPastLimit);
+                Ok(None)
+            }
+            PastLimit::InspectPrefix => Ok(Some(Some(limit.size))),
+        }
+    }
+
+    fn enforced(&self, i: usize) -> bool {
+        self.chain[i].entry.policy.mode == FilterMode::Enforce
+    }
+
+    /// Applies a request-phase verdict (unless in detect mode).
+    fn apply_request(&mut self, i: usize, v: Verdict, req: &mut Request) -> Flow {
+        req.metadata.extend(v.metadata);
+        if !self.enforced(i) {
+            return Flow::Continue;
+        }
+        for op in &v.request_ops {
+            op.apply(&mut req.headers);
+        }
+        self.response_ops.extend(v.response_ops);
+        if let Some(body) = v.body {
+            req.body = body;
+        }
+        match decision_response(v.decision) {
+            Some(resp) => Flow::Stop(resp),
+            None => Flow::Continue,
+        }
+    }
+
+    /// Applies a response-phase verdict; true when it replaced the response
+    /// (a block or redirect), which ends the response phases.
+    fn apply_response(&mut self, i: usize, v: Verdict, resp: &mut Response) -> bool {
+        self.late_metadata.extend(v.metadata);
+        if !self.enforced(i) {
+            return false;
+        }
+        for op in &v.response_ops {
+            op.apply(&mut resp.headers);
+        }
+        if let Some(body) = v.body {
+            resp.body = body;
+        }
+        match decision_response(v.decision) {
+            Some(new) => {
+                *resp = new;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Calls filter `i` for `phase`. `Ok(None)` when the filter is skipped
+    /// (it failed with failure mode `open`, now or earlier).
+    async fn call(
+        &mut self,
+        i: usize,
+        phase: Phase,
+        req: &Request,
+        resp: Option<&Response>,
+        prefix: bool,
+    ) -> Result<Option<Verdict>, FilterFailure> {
+        if matches!(self.slots[i], Slot::Skipped) {
+            return Ok(None);
+        }
+        let route = self.chain[i].clone();
+        route.metrics.call(phase);
+        let started = Instant::now();
+        let result = match route.breaker.admit() {
+            Err(_) => Err(CallError::Unavailable(
+                "the filter's breaker is open".into(),
+            )),
+            Ok(admission) => {
+                let result = self.call_instance(i, &route, phase, req, resp).await;
+                let result = match result {
+                    Ok(v) if prefix && v.body.is_some() => Err(CallError::InvalidVerdict(
+                        "a body replacement for a body it saw only the first bytes of".into(),
+                    )),
+                    other => other,
+                };
+                admission.finish(result.is_ok());
+                result
+            }
+        };
+        route
+            .metrics
+            .seconds
+            .record(started.elapsed().as_secs_f64());
+        route.health.record(result.is_ok());
+        match result {
+            Ok(v) => {
+                let enforced = self.enforced(i);
+                route.metrics.decision(phase, &v.decision, enforced);
+                route.metrics.rule_hits(&v.audit.rule_ids);
+                if v.flagged() {
+                    self.records.push(AuditVerdict {
+                        filter: route.name().to_string(),
+                        phase: phase.as_str(),
+                        decision: v.decision.as_str(),
+                        enforced,
+                        rule_ids: v.audit.rule_ids.clone(),
+                        tags: v.audit.tags.clone(),
+                        reason: v.audit.reason.clone(),
+                        failure: None,
+                    });
+                }
+                Ok(Some(v))
+            }
+            Err(err) => self.failed(i, &route, phase, err),
+        }
+    }
+
+    /// Classifies a failure, discards the instance, and applies the
+    /// filter's failure mode.
+    fn failed(
+        &mut self,
+        i: usize,
+        route: &FilterRoute,
+        phase: Phase,
+        err: CallError,
+    ) -> Result<Option<Verdict>, FilterFailure> {
+        let kind = match &err {
+            CallError::Deadline => FailureKind::Deadline,
+            CallError::MemoryLimit => FailureKind::Memory,
+            CallError::InvalidVerdict(_) => FailureKind::InvalidVerdict,
+            CallError::Unavailable(_) => FailureKind::Unavailable,
+            _ => FailureKind::Trap,
+        };
+        route.metrics.failure(kind);
+        if let Slot::Warm(lease) = std::mem::replace(&mut self.slots[i], Slot::Skipped)
+            && let Some(pool) = &route.pool
+        {
+            pool.settle(lease, Some(&err), &route.instances);
+        }
+        let open = route.entry.policy.failure == Failure::Open;
+        tracing::warn!(
+            filter = route.name(),
+            phase = phase.as_str(),
+            kind = kind.as_str(),
+            failure_mode = if open { "open" } else { "closed" },
+            error = %err,
+            "filter failed"
+        );
+        self.records.push(AuditVerdict {
+            filter: route.name().to_string(),
+            phase: phase.as_str(),
+            decision: "failed",
+            enforced: !open,
+            rule_ids: Vec::new(),
+            tags: Vec::new(),
+            reason: String::new(),
+            failure: Some(kind.as_str()),
+        });
+        if open {
+            route.metrics.skip(Skip::FailedOpen);
+            return Ok(None);
+        }
+        Err(FilterFailure::Failed {
+            filter: route.name().to_string(),
+            phase: phase.as_str(),
+            kind,
+        })
+    }
+
+    /// Runs one phase on filter `i`'s instance for this request, making the
+    /// instance (fresh, or leased from the warm pool) at its first phase.
+    async fn call_instance(
+        &mut self,
+        i: usize,
+        route: &FilterRoute,
+        phase: Phase,
+        req: &Request,
+        resp: Option<&Response>,
+    ) -> Result<Verdict, CallError> {
+        let image = &route.entry.image;
+        if matches!(self.slots[i], Slot::Empty) {
+            self.slots[i] = match &route.pool {
+                None => Slot::Fresh(image.instantiate_async().await?),
+                Some(pool) => {
+                    let wait = route.entry.policy.limits.deadline;
+                    let (lease, _) = pool
+                        .acquire(None, None, &route.instances, wait)
+                        .await
+                        .map_err(|_| CallError::Unavailable("the filter's pool is full".into()))?;
+                    Slot::Warm(lease)
+                }
+            };
+        }
+        let live = match &mut self.slots[i] {
+            Slot::Fresh(live) => live,
+            Slot::Warm(lease) => {
+                ensure_instance(
+                    lease.instance(),
+                    || image.instantiate_async(),
+                    &route.instances,
+                )
+                .await?
+            }
+            Slot::Empty | Slot::Skipped => {
+                unreachable!("filled above; skipped filters return early")
+            }
+        };
+        let values = self.route_values.get(route.name()).cloned();
+        live.phase(phase, req, resp, values).await
+    }
+}
+
+/// The response a blocking or redirecting decision answers with.
+fn decision_response(decision: Decision) -> Option<Response> {
+    match decision {
+        Decision::Allow => None,
+        Decision::Block(resp) => Some(resp),
+        Decision::Redirect { status, location } => {
+            let mut headers = HeaderMap::new();
+            headers.insert(http::header::LOCATION, location);
+            Some(Response::new(status, headers, Bytes::new()))
+        }
+    }
+}

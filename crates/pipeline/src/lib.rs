@@ -1,0 +1,593 @@
+//! The pipeline: the only place stages meet. A transport hands it a neutral
+//! [`Request`] (head and headers) and its [`Body`] for a named agent; it
+//! finds the agent's route and filter chain in the current snapshot, runs
+//! the request-headers filters before the body is read, then the body
+//! filters, the agent (through the router), and the response filters, and
+//! writes the audit record. A `pipeline` block's virtual agent and a
+//! client's publish to a topic pass the same filters (the top-level
+//! chain) around what [`crate::compose`] and [`crate::topics`] do.
+//! Nothing here knows which transport called.
+
+pub mod compose;
+mod placement;
+pub mod topics;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+use arc_swap::ArcSwap;
+
+use crate::topics::Bus;
+use placement::Placed;
+use wharf_cluster::Cluster;
+use wharf_config::{Composition, Limits};
+use wharf_core::metrics::Metrics;
+use wharf_core::request::{Body, BodyError, Reach, Request, Response};
+use wharf_core::time::now_rfc3339;
+use wharf_filters::audit::AuditRecord;
+use wharf_filters::{AuditLog, ChainRun, Chains, FilterFailure, Flow};
+use wharf_registry::{Registry, Snapshot};
+use wharf_routing::{AgentRoute, RouteError, Routes, error_status};
+
+/// Why the pipeline did not produce a response.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("no agent named `{0}`")]
+    AgentNotFound(String),
+    #[error(transparent)]
+    Body(#[from] BodyError),
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    #[error(transparent)]
+    Filter(#[from] FilterFailure),
+    /// A topic or pattern that cannot be used, or a payload too large.
+    #[error(transparent)]
+    Topic(#[from] crate::topics::BusError),
+    /// A step of a pipeline block failed, or none of its branches answered.
+    #[error("{1}")]
+    Composition(u16, String),
+    /// The request went to another node, which gave no answer.
+    #[error(transparent)]
+    Forward(#[from] wharf_cluster::ForwardError),
+    /// A long-lived stream past the host's budget.
+    #[error(transparent)]
+    Streams(#[from] wharf_core::streams::StreamRefusal),
+}
+
+impl PipelineError {
+    /// The HTTP status this error maps to (for metrics, audit, transports).
+    pub fn status(&self) -> u16 {
+        match self {
+            PipelineError::AgentNotFound(_) => 404,
+            PipelineError::Topic(_) => 400,
+            PipelineError::Composition(status, _) => *status,
+            PipelineError::Forward(err) => err.status(),
+            PipelineError::Streams(wharf_core::streams::StreamRefusal::Client(_)) => 429,
+            PipelineError::Streams(wharf_core::streams::StreamRefusal::Host(_)) => 503,
+            PipelineError::Body(BodyError::TooLarge(_)) => 413,
+            PipelineError::Body(BodyError::Unreadable) => 400,
+            PipelineError::Route(err) => error_status(err),
+            PipelineError::Filter(FilterFailure::BodyTooLarge { what, .. }) => {
+                if *what == "request" { 413 } else { 502 }
+            }
+            PipelineError::Filter(FilterFailure::Failed { kind, .. }) => {
+                if *kind == wharf_filters::FailureKind::Deadline {
+                    504
+                } else {
+                    503
+                }
+            }
+        }
+    }
+}
+
+pub(crate) type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What answers a request once its request filters have passed: the
+/// agent's `handle` through its route ([`Dispatch`]), or a protocol served
+/// over the agent (A2A), which calls the agent through the same route.
+pub trait Terminal: Send + Sync {
+    fn answer<'a>(
+        &'a self,
+        route: &'a Arc<AgentRoute>,
+        req: Request,
+    ) -> BoxFuture<'a, Result<Response, PipelineError>>;
+
+    /// Whether another node of a cluster can answer in its place (it
+    /// answers with the agent's `handle`).
+    fn forwardable(&self) -> bool {
+        false
+    }
+}
+
+/// The agent's `handle`, through its route.
+pub struct Dispatch;
+
+impl Terminal for Dispatch {
+    fn answer<'a>(
+        &'a self,
+        route: &'a Arc<AgentRoute>,
+        req: Request,
+    ) -> BoxFuture<'a, Result<Response, PipelineError>> {
+        Box::pin(async move {
+            if route.core.entry.image.streams() {
+                return Ok(wharf_routing::stream::dispatch(route.clone(), req).await?);
+            }
+            Ok(route.dispatch(req).await?)
+        })
+    }
+
+    fn forwardable(&self) -> bool {
+        true
+    }
+}
+
+/// Routes and filter chains for one snapshot, swapped together.
+#[derive(Default)]
+struct Stages {
+    routes: Arc<Routes>,
+    chains: Chains,
+    /// The `pipeline` blocks served (every step loaded).
+    compositions: BTreeMap<String, Arc<Composition>>,
+    /// The longest chain of calls between agents.
+    call_depth: usize,
+}
+
+impl Stages {
+    /// The stages for `snapshot`, keeping from `previous` the routes of
+    /// every agent and filter whose loaded entry did not change.
+    fn rebuild(snapshot: &Snapshot, metrics: &Metrics, previous: &Stages) -> Stages {
+        Stages {
+            routes: Arc::new(Routes::rebuild(snapshot, metrics, &previous.routes)),
+            chains: Chains::rebuild(snapshot, metrics, &previous.chains),
+            compositions: snapshot.compositions.clone(),
+            call_depth: snapshot
+                .config
+                .as_ref()
+                .map_or(wharf_config::DEFAULT_CALL_DEPTH, |c| c.call_depth),
+        }
+    }
+}
+
+/// Where a request's body goes and how much of it: the agent's limits, or
+/// the host's defaults for a pipeline or a topic.
+struct Gate<'a> {
+    body_limit: usize,
+    /// The body goes on as it arrives (a `wasi:http` agent).
+    streams_body: bool,
+    filter_values: &'a BTreeMap<String, Arc<BTreeMap<String, String>>>,
+}
+
+impl PipelineError {
+    /// What another agent, or a pipeline's merged answer, may be told:
+    /// the error without what a guest only meant for the log (an internal
+    /// error's text, a trap's details).
+    pub fn public(&self) -> String {
+        use wharf_runtime::CallError as C;
+        match self {
+            PipelineError::Route(RouteError::Call(call)) => match call {
+                C::Internal(_) => "the agent reported an internal error".into(),
+                C::Trap(_) => "the agent trapped".into(),
+                C::Instantiate(_) => "the agent could not be instantiated".into(),
+                C::InvalidResponse(_) => "the agent returned an invalid response".into(),
+                other => other.to_string(),
+            },
+            PipelineError::Route(RouteError::Worker(_)) => "internal error".into(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Shared by every transport.
+pub struct Pipeline {
+    registry: Registry,
+    stages: ArcSwap<Stages>,
+    metrics: Metrics,
+    audit: AuditLog,
+    /// Topics and their subscribers.
+    bus: Arc<Bus>,
+    /// What guests reach through the host (calls, publishing).
+    peers: Arc<crate::compose::Link>,
+    /// The other nodes, when this one is in a cluster.
+    cluster: std::sync::OnceLock<Arc<Cluster>>,
+    /// Long-lived streams open, within their budget.
+    streams: Arc<wharf_core::streams::Streams>,
+}
+
+impl Pipeline {
+    pub fn new(
+        snapshot: Snapshot,
+        metrics: Metrics,
+        audit: AuditLog,
+        streams: Arc<wharf_core::streams::Streams>,
+    ) -> Arc<Self> {
+        let stages = Stages::rebuild(&snapshot, &metrics, &Stages::default());
+        let max_payload = snapshot.config.as_ref().map(|c| c.topics.max_payload);
+        let pipeline = Arc::new_cyclic(|me: &Weak<Pipeline>| Pipeline {
+            registry: Registry::new(snapshot),
+            stages: ArcSwap::from_pointee(stages),
+            bus: Arc::new(Bus::new(metrics.clone())),
+            peers: Arc::new(crate::compose::Link::new(me.clone(), metrics.clone())),
+            metrics,
+            audit,
+            cluster: std::sync::OnceLock::new(),
+            streams,
+        });
+        if let Some(max) = max_payload {
+            pipeline.bus.set_max_payload(max);
+        }
+        pipeline.subscribe_agents();
+        pipeline
+    }
+
+    /// Joins this node to `cluster`: requests for agents not served here
+    /// (or past their limits here) go to the nodes that serve them.
+    pub fn join(&self, cluster: Arc<Cluster>) {
+        let _ = self.cluster.set(cluster);
+    }
+
+    /// The cluster this node is in.
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.get()
+    }
+
+    /// The cluster, when `req` may still go to another node for `terminal`.
+    fn forwarder(&self, req: &Request, terminal: &dyn Terminal) -> Option<&Arc<Cluster>> {
+        let cluster = self.cluster.get()?;
+        (terminal.forwardable() && !req.hop.pinned_here).then_some(cluster)
+    }
+
+    /// The names this node answers requests for: its agents and pipelines.
+    pub fn served(&self) -> Vec<String> {
+        let stages = self.stages.load();
+        let agents = stages
+            .routes
+            .iter()
+            .map(|r| r.core.entry.origin.name.clone());
+        agents.chain(stages.compositions.keys().cloned()).collect()
+    }
+
+    /// Topics and their subscribers.
+    pub fn bus(&self) -> &Arc<Bus> {
+        &self.bus
+    }
+
+    /// What guests reach through the host.
+    pub(crate) fn peers(&self) -> &Arc<crate::compose::Link> {
+        &self.peers
+    }
+
+    /// The `pipeline` block called `name`, when it is served.
+    pub fn composition(&self, name: &str) -> Option<Arc<Composition>> {
+        self.stages.load().compositions.get(name).cloned()
+    }
+
+    /// The longest chain of calls between agents now.
+    pub fn call_depth(&self) -> usize {
+        self.stages.load().call_depth
+    }
+
+    /// Makes the bus's agent subscriptions those of the loaded agents.
+    fn subscribe_agents(&self) {
+        let routes = self.routes();
+        let wanted = routes
+            .iter()
+            .flat_map(|route| {
+                let name = &route.core.entry.origin.name;
+                route
+                    .core
+                    .policy
+                    .subscribes
+                    .iter()
+                    .map(move |sub| (name.clone(), sub.clone()))
+            })
+            .collect();
+        self.bus.sync(wanted, &self.peers.deliverer());
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The routes in force now.
+    pub fn routes(&self) -> Arc<Routes> {
+        self.stages.load().routes.clone()
+    }
+
+    /// The route serving `name` now.
+    pub fn lookup(&self, name: &str) -> Option<Arc<AgentRoute>> {
+        self.stages.load().routes.get(name).cloned()
+    }
+
+    /// The names of the filters requests to `agent` pass, in order.
+    pub fn chain_names(&self, agent: &str) -> Vec<String> {
+        let stages = self.stages.load();
+        stages
+            .chains
+            .for_agent(agent)
+            .iter()
+            .map(|f| f.name().to_string())
+            .collect()
+    }
+
+    /// Publishes a newly loaded snapshot with its routes and chains.
+    /// Requests in flight finish on the stages they started with; agents
+    /// and filters whose entries did not change keep their routes. Calls
+    /// to `publish` must not race (the reloader makes them one at a time).
+    pub fn publish(&self, snapshot: Snapshot) {
+        let stages = Stages::rebuild(&snapshot, &self.metrics, &self.stages.load());
+        if let Some(config) = &snapshot.config {
+            self.bus.set_max_payload(config.topics.max_payload);
+        }
+        self.registry.publish(snapshot);
+        self.stages.store(Arc::new(stages));
+        self.subscribe_agents();
+    }
+
+    /// Runs one request for `agent`: filters, the agent's `handle`,
+    /// response filters.
+    pub async fn handle(
+        &self,
+        agent: &str,
+        req: Request,
+        body: Body,
+    ) -> Result<Response, PipelineError> {
+        self.handle_with(agent, req, body, &Dispatch).await
+    }
+
+    /// Runs one request for `agent` with `terminal` answering it once the
+    /// request filters have passed: filters, terminal, response filters.
+    /// A `pipeline` block's name runs its flow instead of a terminal.
+    pub async fn handle_with(
+        &self,
+        agent: &str,
+        req: Request,
+        body: Body,
+        terminal: &dyn Terminal,
+    ) -> Result<Response, PipelineError> {
+        let stages = self.stages.load_full();
+        let forwarder = self.forwarder(&req, terminal);
+        // Where the request runs is decided once, before anything else.
+        let (mut req, body) = match forwarder {
+            Some(cluster) => match placement::decide(cluster, &stages, agent, req, body).await {
+                Placed::Elsewhere(answered) => return answered,
+                Placed::Here(req, body) => (req, body),
+            },
+            None => (req, body),
+        };
+        let Some(route) = stages.routes.get(agent) else {
+            let Some(flow) = stages.compositions.get(agent).cloned() else {
+                return Err(PipelineError::AgentNotFound(agent.to_string()));
+            };
+            req.agent = agent.into();
+            let chain = stages.chains.for_agent(agent);
+            let gate = default_gate();
+            let answer = |req| crate::compose::run(self, flow, req);
+            return self.guarded(agent, chain, &gate, req, body, answer).await;
+        };
+        req.affinity = route.affinity_for(req.affinity.take(), &req.headers);
+        req.agent = route.core.entry.origin.name.as_str().into();
+        req.hop.reach = self.reach(route, &req);
+        let chain = stages.chains.for_agent(agent);
+        let gate = Gate {
+            body_limit: route.core.policy.limits.request_body,
+            streams_body: route.core.entry.image.is_http(),
+            filter_values: &route.core.policy.filter_values,
+        };
+        // In a cluster, an agent at its limit here overflows to another
+        // node: a layer around the terminal.
+        let overflow = forwarder.filter(|_| req.hop.from_node.is_none());
+        let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
+            match overflow {
+                Some(cluster) => {
+                    placement::or_overflow(cluster, agent, req, |req| terminal.answer(route, req))
+                }
+                None => terminal.answer(route, req),
+            }
+        };
+        let mut result = self.guarded(agent, chain, &gate, req, body, answer).await;
+        if let (Some(cluster), Ok(resp)) = (self.cluster.get(), &mut result) {
+            placement::mark(cluster, resp);
+        }
+        result
+    }
+
+    /// What the agent of `route` may reach through the host during this
+    /// request: none unless its block allows calls or publishing.
+    fn reach(&self, route: &AgentRoute, req: &Request) -> Option<Reach> {
+        let policy = &route.core.policy;
+        if policy.calls.is_empty() && policy.publishes.is_empty() {
+            return None;
+        }
+        let name: Arc<str> = route.core.entry.origin.name.as_str().into();
+        let path = match &req.hop.path {
+            Some(outer) => outer.iter().cloned().chain([name]).collect(),
+            None => Arc::from([name]),
+        };
+        Some(Reach {
+            peers: self.peers.clone(),
+            path,
+        })
+    }
+
+    /// A client's publish to `topic`: the top-level filters, then the bus.
+    /// The answer says how many subscribers it was queued for.
+    pub async fn publish_topic(
+        &self,
+        topic: &str,
+        mut req: Request,
+        body: Body,
+    ) -> Result<Response, PipelineError> {
+        let stages = self.stages.load_full();
+        req.agent = "topics".into();
+        let chain = stages.chains.topics().map_err(unserved)?;
+        let mut gate = default_gate();
+        gate.body_limit = self.bus.max_payload();
+        let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
+            let result = self.bus.publish(topic, req.body);
+            Box::pin(async move {
+                let queued = result.map_err(PipelineError::Topic)?;
+                let body = serde_json::json!({ "topic": topic, "queued": queued }).to_string();
+                let mut headers = http::HeaderMap::new();
+                headers.insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/json"),
+                );
+                Ok(Response::new(
+                    http::StatusCode::ACCEPTED,
+                    headers,
+                    body.into(),
+                ))
+            })
+        };
+        self.guarded("topics", chain, &gate, req, body, answer)
+            .await
+    }
+
+    /// A client's watch of `pattern` as server-sent events, after the
+    /// top-level filters.
+    pub async fn watch_topic(
+        &self,
+        pattern: &str,
+        mut req: Request,
+    ) -> Result<Response, PipelineError> {
+        let stages = self.stages.load_full();
+        req.agent = "topics".into();
+        let chain = stages.chains.topics().map_err(unserved)?;
+        let gate = default_gate();
+        let answer = |_req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
+            let watch = self.bus.watch(pattern, WATCH_QUEUE, WATCH_QUEUE_BYTES);
+            Box::pin(async move {
+                let watch = watch.map_err(PipelineError::Topic)?;
+                Ok(crate::compose::watch_response(watch, pattern))
+            })
+        };
+        let body = Body::Ready(bytes::Bytes::new());
+        self.guarded("topics", chain, &gate, req, body, answer)
+            .await
+    }
+
+    /// `req` through `chain` (request phases, body read under `gate`),
+    /// `answer`, then the response phases and the audit record.
+    async fn guarded<'s, F>(
+        &'s self,
+        agent: &str,
+        chain: &[Arc<wharf_filters::FilterRoute>],
+        gate: &Gate<'_>,
+        mut req: Request,
+        body: Body,
+        answer: F,
+    ) -> Result<Response, PipelineError>
+    where
+        F: FnOnce(Request) -> BoxFuture<'s, Result<Response, PipelineError>>,
+    {
+        let client = req.client.map(|c| c.ip());
+        if chain.is_empty() {
+            admit_body(gate, &mut req, body).await?;
+            return Ok(self.streams.admit(client, answer(req).await?)?);
+        }
+        let mut run = ChainRun::new(chain, gate.filter_values);
+        let result = filtered(gate, &mut run, &mut req, body, answer).await;
+        let result = result.and_then(|resp| Ok(self.streams.admit(client, resp)?));
+        let (verdicts, late_metadata) = run.finish();
+        if !verdicts.is_empty() {
+            let status = match &result {
+                Ok(resp) => resp.status.as_u16(),
+                Err(err) => err.status(),
+            };
+            let metadata = req
+                .metadata
+                .iter()
+                .chain(&late_metadata)
+                .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+                .collect();
+            self.audit.record(&AuditRecord {
+                time: now_rfc3339(),
+                request_id: &req.id,
+                agent,
+                method: req.method.as_str(),
+                path: &req.path,
+                client: req.client.map(|c| c.to_string()).unwrap_or_default(),
+                status,
+                verdicts: &verdicts,
+                metadata,
+            });
+        }
+        result
+    }
+}
+
+fn unserved(why: &str) -> PipelineError {
+    PipelineError::Composition(503, why.to_string())
+}
+
+/// Events, and payload bytes, a client's watch holds before it drops the
+/// oldest.
+const WATCH_QUEUE: usize = 1024;
+const WATCH_QUEUE_BYTES: usize = 4 << 20;
+
+/// What a pipeline block or a topic admits: the default limits.
+fn default_gate() -> Gate<'static> {
+    static NONE: std::sync::LazyLock<BTreeMap<String, Arc<BTreeMap<String, String>>>> =
+        std::sync::LazyLock::new(BTreeMap::new);
+    Gate {
+        body_limit: Limits::default().request_body,
+        streams_body: false,
+        filter_values: &NONE,
+    }
+}
+
+/// The body for the agent when no filter reads it: whole, or, for an agent
+/// that reads it as it arrives (a `wasi:http` component), as chunks.
+async fn admit_body(gate: &Gate<'_>, req: &mut Request, body: Body) -> Result<(), PipelineError> {
+    if gate.streams_body {
+        req.incoming = Some(wharf_core::request::Incoming::new(
+            body.chunks(gate.body_limit),
+        ));
+    } else {
+        req.body = body.read(gate.body_limit).await?;
+    }
+    Ok(())
+}
+
+/// The request through its chain: headers phase, body read, body phase,
+/// agent, response phases.
+async fn filtered<'s, F>(
+    gate: &Gate<'_>,
+    run: &mut ChainRun<'_>,
+    req: &mut Request,
+    body: Body,
+    answer: F,
+) -> Result<Response, PipelineError>
+where
+    F: FnOnce(Request) -> BoxFuture<'s, Result<Response, PipelineError>>,
+{
+    let early = match run.request_headers(req).await? {
+        Flow::Stop(resp) => Some(resp),
+        Flow::Continue if run.wants_request_body() => {
+            req.body = body.read(gate.body_limit).await?;
+            match run.request_body(req).await? {
+                Flow::Stop(resp) => Some(resp),
+                Flow::Continue => None,
+            }
+        }
+        Flow::Continue => {
+            admit_body(gate, req, body).await?;
+            None
+        }
+    };
+    let response_work = run.has_response_work();
+    let resp = match early {
+        Some(resp) => resp,
+        None => answer(req.forward(response_work)).await?,
+    };
+    if !run.has_response_work() {
+        return Ok(resp);
+    }
+    req.body = bytes::Bytes::new();
+    Ok(run.response(req, resp).await?)
+}

@@ -1,0 +1,330 @@
+//! Topics: publish/subscribe inside the host. Agents subscribe in KDL
+//! (`subscribe "orders.>"`), clients watch a pattern as server-sent
+//! events; a publish (from an agent through `peers.publish`, or from a
+//! client) finds the matching subscriptions in the [`Index`] and queues
+//! one shared [`Event`] on each subscriber's bounded [`Queue`]. Each agent
+//! subscription has one delivery task that calls the agent with the
+//! events in order, one at a time, so a slow or failing subscriber delays
+//! only itself.
+//!
+//! Guarantees, stated and tested: delivery is at most once and in process
+//! (an event queued for a subscriber that is then removed, or dropped by a
+//! full queue, is not delivered, and nothing survives a restart); each
+//! subscriber sees events in the order they were published.
+
+mod pattern;
+mod queue;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use bytes::Bytes;
+
+pub use pattern::Index;
+pub use wharf_config::topic::{MAX_TOPIC_LEN, Pattern, TopicError, check_topic, matches};
+
+/// Why the bus refused a publish or a watch.
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    /// The topic or pattern cannot be used.
+    #[error(transparent)]
+    Topic(#[from] TopicError),
+    /// The payload is over the host's `max-payload`.
+    #[error("a payload of {len} bytes is over this host's `max-payload` of {max}")]
+    TooLarge {
+        /// The payload's length in bytes.
+        len: usize,
+        /// The host's `max-payload`.
+        max: usize,
+    },
+}
+pub use queue::{Event, Queue, QueueCounters};
+
+use wharf_config::{Overflow, Subscription};
+use wharf_core::metrics::{Metrics, counter};
+
+type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Hands one event to a subscribed agent (through the pipeline); true when
+/// the agent took it (a 2xx).
+pub type Deliver = Arc<dyn Fn(Arc<str>, Arc<Event>) -> BoxFuture<bool> + Send + Sync>;
+
+/// One subscription: who, to what, and its queue.
+pub struct Subscriber {
+    pub name: Arc<str>,
+    pub pattern: Pattern,
+    pub queue: Queue,
+}
+
+/// The agents' subscriptions by agent and pattern, with their settings.
+type AgentSubscriptions = BTreeMap<(String, String), (Subscription, Arc<Subscriber>)>;
+
+/// Every subscription of one running host.
+pub struct Bus {
+    index: RwLock<Index<Arc<Subscriber>>>,
+    /// Agents' subscriptions from the configuration, by agent and pattern.
+    agents: Mutex<AgentSubscriptions>,
+    metrics: Metrics,
+    /// The largest payload one may publish (`topics { max-payload }`).
+    max_payload: std::sync::atomic::AtomicUsize,
+}
+
+impl Bus {
+    pub fn new(metrics: Metrics) -> Bus {
+        Bus {
+            index: RwLock::new(Index::default()),
+            agents: Mutex::new(BTreeMap::new()),
+            metrics,
+            max_payload: std::sync::atomic::AtomicUsize::new(
+                wharf_config::Topics::default().max_payload,
+            ),
+        }
+    }
+
+    /// Applies `topics { max-payload }` from now on.
+    pub fn set_max_payload(&self, bytes: usize) {
+        self.max_payload
+            .store(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The largest payload one may publish.
+    pub fn max_payload(&self) -> usize {
+        self.max_payload.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Queues `payload` for every subscription `topic` matches; how many
+    /// queued it.
+    pub fn publish(&self, topic: &str, payload: Bytes) -> Result<usize, BusError> {
+        check_topic(topic)?;
+        let max = self.max_payload();
+        if payload.len() > max {
+            return Err(BusError::TooLarge {
+                len: payload.len(),
+                max,
+            });
+        }
+        let event = Arc::new(Event {
+            topic: topic.into(),
+            payload,
+            published: Instant::now(),
+        });
+        let mut matched = Vec::new();
+        self.index
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .matches(topic, &mut matched);
+        Ok(matched.iter().filter(|s| s.queue.push(&event)).count())
+    }
+
+    /// Subscriptions now (agents' and watchers').
+    pub fn len(&self) -> usize {
+        self.index.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn subscriber(
+        &self,
+        name: &str,
+        pattern: Pattern,
+        capacity: usize,
+        max_bytes: usize,
+        overflow: Overflow,
+    ) -> Arc<Subscriber> {
+        let labels = |outcome: &'static str| {
+            vec![
+                metrics::Label::new("subscriber", name.to_string()),
+                metrics::Label::new("outcome", outcome),
+            ]
+        };
+        let r = self.metrics.recorder();
+        let counters = QueueCounters {
+            queued: counter(r, "wharf_topic_events_total", labels("queued")),
+            dropped: counter(r, "wharf_topic_events_total", labels("dropped")),
+        };
+        let sub = Arc::new(Subscriber {
+            name: name.into(),
+            queue: Queue::new(capacity, max_bytes, overflow, counters),
+            pattern,
+        });
+        self.index
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(&sub.pattern, sub.clone());
+        sub
+    }
+
+    fn unsubscribe(&self, sub: &Arc<Subscriber>) {
+        sub.queue.close();
+        self.index
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&sub.pattern, |s| Arc::ptr_eq(s, sub));
+    }
+
+    /// A client's subscription to `pattern`, ended when dropped: at most
+    /// `capacity` events and `max_bytes` of payload wait for the client.
+    pub fn watch(
+        self: &Arc<Self>,
+        pattern: &str,
+        capacity: usize,
+        max_bytes: usize,
+    ) -> Result<Watch, BusError> {
+        let pattern = Pattern::parse(pattern)?;
+        let sub = self.subscriber("watch", pattern, capacity, max_bytes, Overflow::DropOldest);
+        Ok(Watch {
+            bus: self.clone(),
+            sub,
+        })
+    }
+
+    /// Makes the agents' subscriptions those `wanted` lists: one that stays
+    /// the same keeps its queue and delivery task (nothing queued is lost
+    /// across a reload); one removed is closed; one added starts a task
+    /// that hands its events to `deliver`.
+    pub fn sync(&self, wanted: Vec<(String, Subscription)>, deliver: &Deliver) {
+        let mut agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = BTreeMap::new();
+        for (agent, sub) in wanted {
+            let key = (agent.clone(), sub.pattern.clone());
+            match agents.remove(&key) {
+                Some((same, kept)) if same == sub => {
+                    next.insert(key, (same, kept));
+                    continue;
+                }
+                Some((_, changed)) => self.unsubscribe(&changed),
+                None => {}
+            }
+            let Ok(pattern) = Pattern::parse(&sub.pattern) else {
+                continue; // checked when the configuration was parsed
+            };
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                tracing::warn!(agent, pattern = %sub.pattern, "no async runtime: the subscription is not served");
+                continue;
+            };
+            let subscriber =
+                self.subscriber(&agent, pattern, sub.queue, sub.queue_bytes, sub.overflow);
+            runtime.spawn(deliver_all(subscriber.clone(), deliver.clone()));
+            next.insert(key, (sub, subscriber));
+        }
+        for (_, (_, gone)) in std::mem::replace(&mut *agents, next) {
+            self.unsubscribe(&gone);
+        }
+    }
+}
+
+/// One agent subscription's delivery task: its events in order, one at a
+/// time, until the subscription is removed.
+async fn deliver_all(sub: Arc<Subscriber>, deliver: Deliver) {
+    while let Some(event) = sub.queue.pop().await {
+        deliver(sub.name.clone(), event).await;
+    }
+}
+
+/// A client watching a pattern; unsubscribes when dropped.
+pub struct Watch {
+    bus: Arc<Bus>,
+    sub: Arc<Subscriber>,
+}
+
+impl Watch {
+    /// The next event for this watcher.
+    pub async fn next(&self) -> Option<Arc<Event>> {
+        self.sub.queue.pop().await
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.bus.unsubscribe(&self.sub);
+    }
+}
+
+/// An event as one server-sent event: `event: message`, and as data a JSON
+/// object with the topic and the payload (text when it is UTF-8, else
+/// base64 with `"encoding":"base64"`).
+pub fn sse_frame(event: &Event) -> Bytes {
+    use base64::Engine;
+    let data = match std::str::from_utf8(&event.payload) {
+        Ok(text) => serde_json::json!({ "topic": &*event.topic, "payload": text }),
+        Err(_) => serde_json::json!({
+            "topic": &*event.topic,
+            "payload": base64::engine::general_purpose::STANDARD.encode(&event.payload),
+            "encoding": "base64",
+        }),
+    };
+    Bytes::from(format!("event: message\ndata: {data}\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sub(pattern: &str, queue: usize) -> Subscription {
+        Subscription {
+            pattern: pattern.into(),
+            queue,
+            queue_bytes: 16 << 20,
+            overflow: Overflow::DropOldest,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reload_keeps_what_is_queued_for_a_subscription_that_stays() {
+        let bus = Arc::new(Bus::new(Metrics::new()));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let deliver: Deliver = {
+            let gate = gate.clone();
+            Arc::new(move |name, event| {
+                let (tx, gate) = (tx.clone(), gate.clone());
+                Box::pin(async move {
+                    gate.acquire().await.unwrap().forget();
+                    tx.send((name.to_string(), event.payload.clone())).unwrap();
+                    true
+                })
+            })
+        };
+        bus.sync(vec![("a".into(), sub("x.>", 8))], &deliver);
+        for n in 0..3u8 {
+            assert_eq!(bus.publish("x.y", Bytes::from(vec![n])).unwrap(), 1);
+        }
+        // Same subscription, one more agent: the queue and its task stay.
+        bus.sync(
+            vec![("a".into(), sub("x.>", 8)), ("b".into(), sub("x.y", 8))],
+            &deliver,
+        );
+        assert_eq!(bus.len(), 2);
+        gate.add_permits(3);
+        let got: Vec<u8> = [rx.recv().await, rx.recv().await, rx.recv().await]
+            .into_iter()
+            .map(|r| r.unwrap().1[0])
+            .collect();
+        assert_eq!(got, [0, 1, 2]);
+        bus.sync(vec![], &deliver);
+        assert!(bus.is_empty());
+        assert_eq!(bus.publish("x.y", Bytes::new()).unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_watch_ends_its_subscription_when_dropped() {
+        let bus = Arc::new(Bus::new(Metrics::new()));
+        let watch = bus.watch("a.*", 4, usize::MAX).unwrap();
+        assert_eq!(bus.publish("a.b", Bytes::from_static(b"hi")).unwrap(), 1);
+        let event = watch.next().await.unwrap();
+        let frame = String::from_utf8(sse_frame(&event).to_vec()).unwrap();
+        let data = frame
+            .strip_prefix("event: message\ndata: ")
+            .and_then(|f| f.strip_suffix("\n\n"))
+            .unwrap();
+        let data: serde_json::Value = serde_json::from_str(data).unwrap();
+        assert_eq!(data, serde_json::json!({"topic": "a.b", "payload": "hi"}));
+        drop(watch);
+        assert!(bus.is_empty());
+        assert!(bus.watch("a.>.b", 4, usize::MAX).is_err());
+        assert!(bus.publish("a.*", Bytes::new()).is_err());
+    }
+}

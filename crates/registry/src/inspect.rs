@@ -1,0 +1,88 @@
+//! `wharf inspect`: what a `.wasm` file is, which world it fits, and what it
+//! imports and exports, without serving it.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::{check_component, digest, read_capped};
+use wharf_runtime::{EngineSettings, Prepared, Runtime, component_items};
+
+/// Largest file `inspect` reads.
+const MAX_INSPECT_SIZE: u64 = 256 << 20;
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub path: String,
+    pub size: u64,
+    pub digest: String,
+    /// `agent`, `filter`, or none with the reason in `fits`.
+    pub world: Option<&'static str>,
+    pub fits: String,
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+}
+
+/// Inspects a file; an error means it is not a component at all.
+pub fn inspect(path: &Path) -> Result<Report, String> {
+    let bytes = read_capped(path, MAX_INSPECT_SIZE)?;
+    check_component(&bytes)?;
+    let settings = EngineSettings {
+        pooling: false,
+        ..EngineSettings::default()
+    };
+    let runtime = Runtime::new(&settings).map_err(|e| format!("cannot create an engine: {e:#}"))?;
+    let (component, _) = runtime
+        .compile(&bytes)
+        .map_err(|e| format!("failed to compile: {e}"))?;
+    let (imports, exports) = component_items(runtime.engine(), &component);
+    let (world, fits) = match runtime.prepare(&component) {
+        Ok(Prepared::Agent(_))
+            if exports
+                .iter()
+                .any(|e| e.starts_with("wharf:plugin/a2a-handler")) =>
+        {
+            (
+                Some("a2a-agent"),
+                "fits the a2a-agent world (an agent that also serves A2A)".to_string(),
+            )
+        }
+        Ok(Prepared::Agent(_)) => (Some("agent"), "fits the agent world".to_string()),
+        Ok(Prepared::Filter(_)) => (Some("filter"), "fits the filter world".to_string()),
+        Ok(Prepared::Http(_)) => (
+            Some("wasi-http"),
+            "fits wasi:http/proxy (a standard HTTP component, served like an agent)".to_string(),
+        ),
+        Err(reason) => (None, reason),
+    };
+    Ok(Report {
+        path: path.display().to_string(),
+        size: bytes.len() as u64,
+        digest: digest(&bytes),
+        world,
+        fits,
+        imports,
+        exports,
+    })
+}
+
+impl Report {
+    pub fn human(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.path);
+        let _ = writeln!(out, "  size:    {} bytes", self.size);
+        let _ = writeln!(out, "  digest:  {}", self.digest);
+        let _ = writeln!(out, "  world:   {}", self.world.unwrap_or("none"));
+        let _ = writeln!(out, "  fits:    {}", self.fits);
+        let _ = writeln!(out, "  imports:");
+        for name in &self.imports {
+            let _ = writeln!(out, "    {name}");
+        }
+        let _ = writeln!(out, "  exports:");
+        for name in &self.exports {
+            let _ = writeln!(out, "    {name}");
+        }
+        out
+    }
+}

@@ -1,0 +1,206 @@
+//! Registry: the set of loaded agents as one immutable [`Snapshot`] behind
+//! an [`ArcSwap`], so readers never lock and a reload can publish a whole
+//! new set at once. Scanning a directory lives in [`load`], loading one
+//! file in [`entry`].
+
+mod component;
+mod entry;
+pub mod inspect;
+mod load;
+pub mod trust;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use serde::Serialize;
+
+pub use component::check_component;
+pub(crate) use entry::digest;
+pub(crate) use load::read_capped;
+pub use load::{Refusal, load_dir, reload_dir};
+
+use wharf_config::{Config, FilterPolicy, Policy};
+use wharf_core::verdict::Phases;
+use wharf_runtime::{AgentImage, Card, FilterImage};
+
+/// Where a component came from and what it is.
+#[derive(Debug, Clone, Serialize)]
+pub struct Origin {
+    pub name: String,
+    #[serde(skip)]
+    pub path: PathBuf,
+    /// `sha256:` and the hex digest of the file's bytes.
+    pub digest: String,
+    pub size: u64,
+    pub world: &'static str,
+    /// When this version was loaded (RFC 3339, UTC).
+    pub loaded: String,
+    /// The id of the trusted key that signed it, when one did.
+    pub signed_by: Option<String>,
+    /// The file's metadata when it was read: a reload reuses the entry
+    /// while it is unchanged.
+    #[serde(skip)]
+    pub stamp: Stamp,
+}
+
+/// What a file's metadata says about its contents without reading them:
+/// size, modification and change times, inode. Writing in place or
+/// renaming another file into place changes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stamp {
+    len: u64,
+    modified_ns: i128,
+    changed_ns: i128,
+    inode: u64,
+}
+
+impl Stamp {
+    pub fn of(meta: &std::fs::Metadata) -> Stamp {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Stamp {
+                len: meta.len(),
+                modified_ns: i128::from(meta.mtime()) * 1_000_000_000
+                    + i128::from(meta.mtime_nsec()),
+                changed_ns: i128::from(meta.ctime()) * 1_000_000_000
+                    + i128::from(meta.ctime_nsec()),
+                inode: meta.ino(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let modified_ns = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i128);
+            Stamp {
+                len: meta.len(),
+                modified_ns,
+                changed_ns: 0,
+                inode: 0,
+            }
+        }
+    }
+}
+
+/// What `describe()` said, in a form that serializes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CardInfo {
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    pub skills: Vec<SkillInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillInfo {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub tags: Vec<String>,
+}
+
+impl CardInfo {
+    /// What a `wasi:http` component, which has no `describe`, is shown as.
+    pub fn for_http(name: &str) -> CardInfo {
+        CardInfo {
+            name: name.to_string(),
+            version: String::new(),
+            description: "a wasi:http/proxy component".into(),
+            skills: Vec::new(),
+        }
+    }
+}
+
+impl From<Card> for CardInfo {
+    fn from(card: Card) -> Self {
+        CardInfo {
+            name: card.name,
+            version: card.version,
+            description: card.description,
+            skills: card
+                .skills
+                .into_iter()
+                .map(|s| SkillInfo {
+                    id: s.id,
+                    name: s.name,
+                    description: s.description,
+                    tags: s.tags,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A loaded agent, ready to serve.
+pub struct AgentEntry {
+    pub origin: Origin,
+    pub card: CardInfo,
+    pub image: AgentImage,
+    /// What the configuration says applies to this agent.
+    pub policy: Policy,
+}
+
+/// A loaded filter, ready to run in chains.
+pub struct FilterEntry {
+    pub origin: Origin,
+    pub image: FilterImage,
+    /// What `phases()` said at load time.
+    pub phases: Phases,
+    pub policy: FilterPolicy,
+}
+
+/// Everything loaded from one scan of the agents directory.
+#[derive(Default)]
+pub struct Snapshot {
+    pub agents: BTreeMap<String, Arc<AgentEntry>>,
+    /// Components that fit the filter world.
+    pub filters: BTreeMap<String, Arc<FilterEntry>>,
+    /// Files that were not loaded, with the reason.
+    pub refused: Vec<Refusal>,
+    /// The configuration this snapshot was loaded with.
+    pub config: Option<Arc<Config>>,
+    /// The `pipeline` blocks served: those whose every step loaded.
+    pub compositions: BTreeMap<String, Arc<wharf_config::Composition>>,
+}
+
+impl Snapshot {
+    pub fn agent(&self, name: &str) -> Option<&Arc<AgentEntry>> {
+        self.agents.get(name)
+    }
+
+    /// Where the agent or filter called `name` came from.
+    pub fn origin(&self, name: &str) -> Option<&Origin> {
+        match self.agents.get(name) {
+            Some(agent) => Some(&agent.origin),
+            None => self.filters.get(name).map(|f| &f.origin),
+        }
+    }
+}
+
+/// The current snapshot; swapped whole, read without locks.
+pub struct Registry {
+    current: ArcSwap<Snapshot>,
+}
+
+impl Registry {
+    pub fn new(snapshot: Snapshot) -> Self {
+        Registry {
+            current: ArcSwap::from_pointee(snapshot),
+        }
+    }
+
+    /// The snapshot in force now; cheap, lock-free.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Publishes a new snapshot; requests in flight keep the old one.
+    pub fn publish(&self, snapshot: Snapshot) {
+        self.current.store(Arc::new(snapshot));
+    }
+}

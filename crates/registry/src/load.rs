@@ -1,0 +1,410 @@
+//! Loading a directory of components: regular files only, each checked
+//! (name, size, kind, digest pin, signature, compile, imports, world,
+//! `describe()`), refused with one clear reason without stopping the
+//! others. A reload reuses what has not changed and keeps the previous
+//! version of a component whose new file is refused.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::entry::{Loaded, load_one};
+use super::{Snapshot, Stamp};
+use wharf_config::valid_agent_name;
+use wharf_config::{Config, format_size};
+use wharf_runtime::Runtime;
+
+/// A file the loader did not load, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub path: PathBuf,
+    pub reason: String,
+    /// The file's metadata when it was refused (none: not a candidate).
+    pub stamp: Option<Stamp>,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "refused `{}`: {}", self.path.display(), self.reason)
+    }
+}
+
+/// Scans `dir` and loads every component in it. Refusals are logged (one
+/// line each) and kept in the snapshot; an unreadable directory is an error.
+pub fn load_dir(runtime: &Runtime, config: &Config, dir: &Path) -> std::io::Result<Snapshot> {
+    reload_dir(runtime, config, dir, &Snapshot::default())
+}
+
+/// Scans `dir` again after `previous` was loaded from it:
+/// - a file whose metadata and configuration are unchanged keeps its
+///   loaded entry (the same `Arc`, so its route, pool and pins stay), or
+///   its refusal (logged once, not loaded again);
+/// - a changed or new file is loaded again; when that fails, or the file
+///   changes while it loads, the previous version (if any) keeps serving;
+/// - an unchanged file refused now (its configuration changed: a new pin,
+///   new trusted keys) is not served;
+/// - a file that is gone is gone.
+pub fn reload_dir(
+    runtime: &Runtime,
+    config: &Config,
+    dir: &Path,
+    previous: &Snapshot,
+) -> std::io::Result<Snapshot> {
+    let root = dir.canonicalize().map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("agents directory `{}`: {e}", dir.display()),
+        )
+    })?;
+    let mut paths: Vec<PathBuf> = fs::read_dir(&root)?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .collect();
+    paths.sort();
+
+    let mut scan = Scan {
+        runtime,
+        config,
+        root,
+        previous,
+        same_config: previous.config.as_deref() == Some(config),
+        same_trust: previous
+            .config
+            .as_deref()
+            .is_none_or(|c| c.trust == config.trust),
+        snapshot: Snapshot {
+            config: Some(Arc::new(config.clone())),
+            ..Snapshot::default()
+        },
+    };
+    let mut by_name: BTreeMap<String, Vec<(PathBuf, Stamp)>> = BTreeMap::new();
+    for path in &paths {
+        match candidate(&scan.root, path, config.server.component_size) {
+            Ok(Some((name, stamp))) => by_name.entry(name).or_default().push((path.clone(), stamp)),
+            Ok(None) => {}
+            Err(reason) => {
+                scan.refuse(path, None, reason);
+            }
+        }
+    }
+    for (name, files) in by_name {
+        if files.len() > 1 {
+            let list: Vec<String> = files
+                .iter()
+                .map(|(p, _)| format!("`{}`", p.display()))
+                .collect();
+            let mut new = false;
+            for (path, stamp) in &files {
+                let reason = format!("agent name `{name}` is used by {}", list.join(" and "));
+                new |= scan.refuse(path, Some(*stamp), reason);
+            }
+            scan.keep_previous(&name, new);
+            continue;
+        }
+        let (path, stamp) = &files[0];
+        if !scan.reuse(&name, path, *stamp) {
+            scan.load(name, path, *stamp);
+        }
+    }
+    scan.check_chains();
+    scan.check_compositions();
+    Ok(scan.snapshot)
+}
+
+/// One scan of the agents directory against the previous snapshot.
+struct Scan<'a> {
+    runtime: &'a Runtime,
+    config: &'a Config,
+    root: PathBuf,
+    previous: &'a Snapshot,
+    /// The previous snapshot was loaded with this same configuration.
+    same_config: bool,
+    /// ... or at least with the same keys and `require-signature`: when
+    /// these change, every component is verified again, and one that no
+    /// longer passes stops serving.
+    same_trust: bool,
+    snapshot: Snapshot,
+}
+
+impl Scan<'_> {
+    /// Takes what the previous snapshot made of `name` when nothing about
+    /// it changed: the same file with the same metadata, the same
+    /// configuration.
+    fn reuse(&mut self, name: &str, path: &Path, stamp: Stamp) -> bool {
+        if !self.same_trust {
+            return false;
+        }
+        let same = |origin: &super::Origin| origin.path == path && origin.stamp == stamp;
+        if let Some(entry) = self.previous.agents.get(name)
+            && same(&entry.origin)
+            && entry.policy == self.config.policy_for(name)
+        {
+            self.snapshot.agents.insert(name.to_string(), entry.clone());
+            return true;
+        }
+        if let Some(entry) = self.previous.filters.get(name)
+            && same(&entry.origin)
+            && entry.policy == self.config.filter_policy(name)
+        {
+            self.snapshot
+                .filters
+                .insert(name.to_string(), entry.clone());
+            return true;
+        }
+        let refused = self
+            .previous
+            .refused
+            .iter()
+            .find(|r| self.same_config && r.path == path && r.stamp == Some(stamp));
+        if let Some(refusal) = refused {
+            self.snapshot.refused.push(refusal.clone());
+            // A version kept serving when this file was refused stays.
+            self.keep_previous(name, false);
+            return true;
+        }
+        false
+    }
+
+    /// Loads `name` from `path`; on failure, keeps its previous version
+    /// when the file changed since that version was loaded.
+    fn load(&mut self, name: String, path: &Path, stamp: Stamp) {
+        let max = self.config.server.component_size;
+        let result = load_one(self.runtime, self.config, &name, path, stamp).and_then(|loaded| {
+            match candidate(&self.root, path, max) {
+                Ok(Some((_, now))) if now == stamp => Ok(loaded),
+                _ => Err("it changed while it was being loaded; it is loaded again once it stops changing".into()),
+            }
+        });
+        match result {
+            Ok(Loaded::Agent(entry)) => {
+                self.snapshot.agents.insert(name, entry);
+            }
+            Ok(Loaded::Filter(entry)) => {
+                self.snapshot.filters.insert(name, entry);
+            }
+            Err(reason) => {
+                let new = self.refuse(path, Some(stamp), reason);
+                let changed = self
+                    .previous
+                    .origin(&name)
+                    .is_some_and(|o| o.path != path || o.stamp != stamp);
+                if changed {
+                    self.keep_previous(&name, new);
+                }
+            }
+        }
+    }
+
+    /// Keeps serving the previous version of `name`, whose new file was
+    /// refused (saying so in the log when `log`).
+    fn keep_previous(&mut self, name: &str, log: bool) {
+        if !self.same_trust {
+            // Verified under other keys: it may not pass these.
+            return;
+        }
+        let previous = self.previous;
+        let kept = match (previous.agents.get(name), previous.filters.get(name)) {
+            (Some(agent), _) => {
+                self.snapshot.agents.insert(name.to_string(), agent.clone());
+                &agent.origin
+            }
+            (None, Some(filter)) => {
+                self.snapshot
+                    .filters
+                    .insert(name.to_string(), filter.clone());
+                &filter.origin
+            }
+            (None, None) => return,
+        };
+        // Kept only while it still matches what the configuration pins.
+        if let Err(why) = super::entry::check_pin(self.config, name, &kept.digest) {
+            self.snapshot.agents.remove(name);
+            self.snapshot.filters.remove(name);
+            tracing::warn!(name, "the previous version stops serving: {why}");
+            return;
+        }
+        if log {
+            tracing::warn!(name, digest = %kept.digest, "the previous version keeps serving");
+        }
+    }
+
+    /// Refuses agents whose filter chain names a filter that did not load:
+    /// a request must never reach an agent around a filter it was meant to pass.
+    fn check_chains(&mut self) {
+        let snapshot = &self.snapshot;
+        let missing: Vec<(String, String)> = snapshot
+            .agents
+            .iter()
+            .filter_map(|(name, entry)| {
+                let absent: Vec<&str> = entry
+                    .policy
+                    .filters
+                    .iter()
+                    .filter(|f| !snapshot.filters.contains_key(*f))
+                    .map(String::as_str)
+                    .collect();
+                (!absent.is_empty()).then(|| (name.clone(), absent.join("`, `")))
+            })
+            .collect();
+        for (name, absent) in missing {
+            let entry = self.snapshot.agents.remove(&name).expect("listed above");
+            let reason = format!(
+                "agent `{name}` is not served: its filter chain names `{absent}`, which did not load \
+             (put the filter components in the agents directory, or give the agent `filters #false`)"
+            );
+            // No stamp: the refusal is about the chain, not the file, and is
+            // looked at again on every scan.
+            self.refuse(&entry.origin.path, None, reason);
+        }
+    }
+
+    /// Serves the `pipeline` blocks whose every step names a loaded agent
+    /// or a served pipeline, and whose filters loaded; refuses the others,
+    /// naming the step by its place in the configuration.
+    fn check_compositions(&mut self) {
+        let config = self.config;
+        let top_missing: Vec<&str> = config
+            .defaults
+            .filters
+            .iter()
+            .filter(|f| !self.snapshot.filters.contains_key(*f))
+            .map(String::as_str)
+            .collect();
+        let mut served: BTreeMap<&str, &wharf_config::Composition> = BTreeMap::new();
+        let mut why: BTreeMap<&str, (String, String)> = BTreeMap::new();
+        for (name, composition) in &config.pipelines {
+            if self.snapshot.agents.contains_key(name) {
+                let reason =
+                    format!("an agent component is also called `{name}`: the agent is served");
+                why.insert(name, (composition.at.clone(), reason));
+            } else if !top_missing.is_empty() {
+                let reason = format!(
+                    "the top-level filter chain names `{}`, which did not load",
+                    top_missing.join("`, `")
+                );
+                why.insert(name, (composition.at.clone(), reason));
+            } else {
+                served.insert(name, composition);
+            }
+        }
+        // A pipeline whose step is a refused pipeline is refused in turn.
+        loop {
+            let mut refused = None;
+            for (name, composition) in &served {
+                let bad = composition.flow.steps().into_iter().find_map(|step| {
+                    let n = step.name.as_str();
+                    if self.snapshot.agents.contains_key(n) || served.contains_key(n) {
+                        None
+                    } else if self.snapshot.filters.contains_key(n) {
+                        Some((step, format!("`{n}` is a filter, not an agent")))
+                    } else if why.contains_key(n) {
+                        Some((step, format!("pipeline `{n}` is not served")))
+                    } else {
+                        Some((step, format!("no agent or pipeline named `{n}` is loaded")))
+                    }
+                });
+                if let Some((step, reason)) = bad {
+                    refused = Some((*name, step.at.clone(), reason));
+                    break;
+                }
+            }
+            let Some((name, at, reason)) = refused else {
+                break;
+            };
+            served.remove(name);
+            why.insert(name, (at, reason));
+        }
+        for (name, (at, reason)) in why {
+            let reason = format!("pipeline `{name}` is not served: {reason}");
+            self.refuse(Path::new(&at), None, reason);
+        }
+        self.snapshot.compositions = served
+            .into_iter()
+            .map(|(name, c)| (name.to_string(), Arc::new(c.clone())))
+            .collect();
+    }
+
+    /// Records a refusal; logs it unless the previous scan logged the same.
+    /// Returns whether it was logged.
+    fn refuse(&mut self, path: &Path, stamp: Option<Stamp>, reason: String) -> bool {
+        let refusal = Refusal {
+            path: path.to_path_buf(),
+            reason,
+            stamp,
+        };
+        let new = !self.previous.refused.contains(&refusal);
+        if new {
+            tracing::warn!("{refusal}");
+        }
+        self.snapshot.refused.push(refusal);
+        new
+    }
+}
+
+/// Decides whether a directory entry is a component to load: its name and
+/// metadata. `Ok(None)` skips the entry silently (directories, and hidden
+/// files such as the temporary files editors and `wharf sign` write).
+fn candidate(root: &Path, path: &Path, max_size: u64) -> Result<Option<(String, Stamp)>, String> {
+    let hidden = path
+        .file_name()
+        .is_some_and(|n| n.as_encoded_bytes().starts_with(b"."));
+    if hidden {
+        return Ok(None);
+    }
+    let meta = fs::symlink_metadata(path).map_err(|e| format!("cannot stat: {e}"))?;
+    let meta = if meta.file_type().is_symlink() {
+        let target = path
+            .canonicalize()
+            .map_err(|e| format!("broken symlink: {e}"))?;
+        if !target.starts_with(root) {
+            return Err(format!(
+                "symlink leaves the agents directory (points to `{}`)",
+                target.display()
+            ));
+        }
+        fs::metadata(&target).map_err(|e| format!("cannot stat symlink target: {e}"))?
+    } else {
+        meta
+    };
+    if meta.is_dir() {
+        return Ok(None);
+    }
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let is_wasm = path
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("wasm"));
+    if !is_wasm {
+        return Err("not a `.wasm` file".into());
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    if !valid_agent_name(stem) {
+        return Err(format!(
+            "`{stem}` is not a valid agent name (use letters, digits, `-`, `_` and `.`)"
+        ));
+    }
+    if meta.len() > max_size {
+        return Err(format!(
+            "file is {} bytes, over the limit of {}",
+            meta.len(),
+            format_size(max_size)
+        ));
+    }
+    Ok(Some((stem.to_string(), Stamp::of(&meta))))
+}
+
+/// Reads at most `max` bytes; a file that grew past it is refused.
+pub(crate) fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    let file = fs::File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!("file is over the limit of {}", format_size(max)));
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,548 @@
+//! Calls into guests: instantiating a prepared agent into a fresh store,
+//! bounding each call (epoch deadline, memory limiter, and an outer clock
+//! for a guest blocked in a host call), and classifying every way a call
+//! can fail.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::{Engine, Store, Trap, UpdateDeadline};
+
+use super::bindings::{
+    A2aAgent, A2aAgentIndices, Agent, AgentIndices, AgentPre, Card, GuestError, GuestResponse,
+    Health, Proxy, ProxyPre,
+};
+use super::convert::{guest_request, response_from_guest};
+use super::state::{GuestIdentity, GuestState};
+use wharf_config::Limits;
+use wharf_core::request::{Request, Response};
+
+/// Why a call into a guest did not produce a response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    #[error("the agent did not finish within its deadline")]
+    Deadline,
+    #[error("the agent exceeded its memory limit")]
+    MemoryLimit,
+    #[error("the agent trapped: {0}")]
+    Trap(String),
+    #[error("the agent could not be instantiated: {0}")]
+    Instantiate(String),
+    #[error("the agent returned an invalid response: {0}")]
+    InvalidResponse(String),
+    #[error("the filter returned an invalid verdict: {0}")]
+    InvalidVerdict(String),
+    #[error("the agent refused the request as malformed: {0}")]
+    BadRequest(String),
+    #[error("the agent has nothing here: {0}")]
+    NotFound(String),
+    #[error("the agent is unavailable: {0}")]
+    Unavailable(String),
+    #[error("the agent reported an internal error: {0}")]
+    Internal(String),
+    #[error("the call was canceled")]
+    Canceled,
+    #[error("the request body is over the limit of {0} bytes")]
+    BodyTooLarge(usize),
+}
+
+impl From<GuestError> for CallError {
+    fn from(err: GuestError) -> Self {
+        match err {
+            GuestError::BadRequest(m) => CallError::BadRequest(m),
+            GuestError::NotFound(m) => CallError::NotFound(m),
+            GuestError::Unavailable(m) => CallError::Unavailable(m),
+            GuestError::Internal(m) => CallError::Internal(m),
+        }
+    }
+}
+
+/// Runs an async guest call until `deadline`. The epoch stops a guest
+/// running wasm code, but not one blocked in a host call (a sleep, a poll):
+/// past the deadline the call's future is dropped and `None` answered. The
+/// caller leaves its instance marked in a call, so it is never used again.
+///
+/// The timer is made only once the call has had to wait: a call that
+/// finishes on its first poll (most do) costs no timer at all.
+pub(super) async fn by_deadline<T>(deadline: Instant, call: impl Future<Output = T>) -> Option<T> {
+    let mut call = std::pin::pin!(call);
+    let mut timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(out) = call.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(out));
+        }
+        let timer =
+            timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}
+
+/// Runs a synchronous (load-time) guest call on a thread of its own and
+/// waits at most `limit`: a guest blocked in a host call cannot be
+/// interrupted, so past the limit the call is given up as past its
+/// deadline, and its thread, with the instance it holds, ends when the
+/// host call does.
+pub fn watched<T: Send + 'static>(
+    limit: Duration,
+    call: impl FnOnce() -> Result<T, CallError> + Send + 'static,
+) -> Result<T, CallError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("wharf-load-call".into())
+        .spawn(move || {
+            let _ = tx.send(call());
+        })
+        .map_err(|e| CallError::Internal(format!("cannot start the call: {e}")))?;
+    match rx.recv_timeout(limit) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(CallError::Deadline),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(CallError::Internal(
+            "the call's thread ended without an answer".into(),
+        )),
+    }
+}
+
+/// A compiled, type-checked agent ready to be instantiated: a Wharf agent
+/// or a `wasi:http/proxy` component served like one.
+pub struct AgentImage {
+    engine: Engine,
+    kind: Kind,
+    identity: Arc<GuestIdentity>,
+    limits: Limits,
+}
+
+/// What the component exports. One per loaded agent: the variants' sizes
+/// do not matter.
+#[allow(clippy::large_enum_variant)]
+enum Kind {
+    Agent {
+        pre: AgentPre<GuestState>,
+        pre_async: AgentPre<GuestState>,
+        /// For an agent that serves A2A: where its exports are, so that
+        /// one instantiation yields both the agent's and `on-message`.
+        a2a: Option<(AgentIndices, A2aAgentIndices)>,
+        /// Whether it imports `streaming`: only then may its answers stream.
+        streams: bool,
+    },
+    /// `wasi:http/incoming-handler`: instantiated on the request path only.
+    Http(ProxyPre<GuestState>),
+}
+
+/// The exports of a live agent instance.
+pub enum Exports {
+    Agent(Agent),
+    Http(Proxy),
+}
+
+impl AgentImage {
+    pub(crate) fn new(
+        engine: Engine,
+        pre: AgentPre<GuestState>,
+        pre_async: AgentPre<GuestState>,
+        identity: GuestIdentity,
+        limits: Limits,
+    ) -> Self {
+        let a2a = A2aAgentIndices::new(pre.instance_pre())
+            .ok()
+            .and_then(|a2a| Some((AgentIndices::new(pre.instance_pre()).ok()?, a2a)));
+        let component = pre.instance_pre().component();
+        let streams = component
+            .component_type()
+            .imports(&engine)
+            .any(|(name, _)| name.starts_with("wharf:plugin/streaming"));
+        let kind = Kind::Agent {
+            pre,
+            pre_async,
+            a2a,
+            streams,
+        };
+        AgentImage {
+            engine,
+            kind,
+            identity: Arc::new(identity),
+            limits,
+        }
+    }
+
+    pub(crate) fn http(
+        engine: Engine,
+        pre: ProxyPre<GuestState>,
+        identity: GuestIdentity,
+        limits: Limits,
+    ) -> Self {
+        AgentImage {
+            engine,
+            kind: Kind::Http(pre),
+            identity: Arc::new(identity),
+            limits,
+        }
+    }
+
+    /// Whether answers may stream: the agent imports `streaming`, or it is
+    /// a `wasi:http` component (whose body always leaves as it is written).
+    pub fn streams(&self) -> bool {
+        match &self.kind {
+            Kind::Agent { streams, .. } => *streams,
+            Kind::Http(_) => true,
+        }
+    }
+
+    /// Whether the agent serves A2A (exports `on-message`).
+    pub fn serves_a2a(&self) -> bool {
+        matches!(&self.kind, Kind::Agent { a2a: Some(_), .. })
+    }
+
+    /// Whether it is a `wasi:http/proxy` component.
+    pub fn is_http(&self) -> bool {
+        matches!(&self.kind, Kind::Http(_))
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.identity.name
+    }
+
+    /// Where its outbound requests are counted, once its route exists.
+    pub fn outbound_counters(&self) -> &std::sync::OnceLock<super::OutboundCounters> {
+        &self.identity.outbound.counters
+    }
+
+    fn store(&self, may_yield: bool) -> Store<GuestState> {
+        new_store(&self.engine, &self.identity, &self.limits, may_yield)
+    }
+
+    fn live(
+        &self,
+        mut store: Store<GuestState>,
+        instance: Result<wasmtime::component::Instance, wasmtime::Error>,
+        a2a: &Option<(AgentIndices, A2aAgentIndices)>,
+    ) -> Result<Live, CallError> {
+        let exports = instance.and_then(|instance| match a2a {
+            None => Ok((Agent::new(&mut store, &instance)?, None)),
+            Some((agent, a2a)) => Ok((
+                agent.load(&mut store, &instance)?,
+                Some(Box::new(a2a.load(&mut store, &instance)?)),
+            )),
+        });
+        let (agent, a2a) = match exports {
+            Ok((agent, a2a)) => (Ok(Exports::Agent(agent)), a2a),
+            Err(err) => (Err(err), None),
+        };
+        let mut live = Live::new(store, agent, self.limits)?;
+        live.a2a = a2a;
+        Ok(live)
+    }
+
+    /// A new instance in a new store, on this thread. Its WASI calls block,
+    /// so it must not be used on an async worker: see [`Self::instantiate_async`].
+    /// A `wasi:http` component is only instantiated on the request path.
+    pub fn instantiate(&self) -> Result<Live, CallError> {
+        let mut store = self.store(false);
+        match &self.kind {
+            Kind::Agent { pre, a2a: None, .. } => {
+                let agent = pre.instantiate(&mut store).map(Exports::Agent);
+                Live::new(store, agent, self.limits)
+            }
+            Kind::Agent { pre, a2a, .. } => {
+                let instance = pre.instance_pre().instantiate(&mut store);
+                self.live(store, instance, a2a)
+            }
+            Kind::Http(_) => Err(CallError::Instantiate(
+                "a wasi:http component runs on the request path only".into(),
+            )),
+        }
+    }
+
+    /// A new instance in a new store, on a fiber that yields to the async
+    /// executor at every epoch tick.
+    pub async fn instantiate_async(&self) -> Result<Live, CallError> {
+        let mut store = self.store(true);
+        match &self.kind {
+            Kind::Agent {
+                pre_async,
+                a2a: None,
+                ..
+            } => {
+                let deadline = store.data().deadline_at;
+                let agent = by_deadline(deadline, pre_async.instantiate_async(&mut store)).await;
+                let agent = agent.ok_or(CallError::Deadline)?;
+                Live::new(store, agent.map(Exports::Agent), self.limits)
+            }
+            Kind::Agent { pre_async, a2a, .. } => {
+                let deadline = store.data().deadline_at;
+                let made = pre_async.instance_pre().instantiate_async(&mut store);
+                let instance = by_deadline(deadline, made)
+                    .await
+                    .ok_or(CallError::Deadline)?;
+                self.live(store, instance, a2a)
+            }
+            Kind::Http(pre) => {
+                let deadline = store.data().deadline_at;
+                let proxy = by_deadline(deadline, pre.instantiate_async(&mut store)).await;
+                let proxy = proxy.ok_or(CallError::Deadline)?;
+                Live::new(store, proxy.map(Exports::Http), self.limits)
+            }
+        }
+    }
+
+    /// A new instance made ahead of the request it will serve: the deadline
+    /// set now covers only its instantiation, and its first call arms its
+    /// own, as a warm instance's calls do.
+    pub async fn instantiate_ahead(&self) -> Result<Live, CallError> {
+        let mut live = self.instantiate_async().await?;
+        live.fresh = false;
+        Ok(live)
+    }
+
+    /// One request on a fresh instance that is dropped afterwards.
+    pub fn handle_fresh(&self, req: &Request) -> Result<Response, CallError> {
+        self.instantiate()?.handle(req)
+    }
+}
+
+/// A live instance of an agent (or, with the filter world's exports, of a
+/// filter). After any error it must be dropped: a trapped store cannot be
+/// entered again.
+pub struct Live<E = Exports> {
+    pub(super) store: Store<GuestState>,
+    pub(super) exports: E,
+    pub(super) limits: Limits,
+    /// True until the first call: the deadline set at instantiation applies.
+    pub(super) fresh: bool,
+    /// True while a call runs; still true if an async call was abandoned
+    /// half-way, which makes the instance unusable.
+    pub(super) in_call: bool,
+    /// Buffer for the encoded head and headers, reused across calls.
+    pub(super) scratch: Vec<u8>,
+    /// `on-message`, for an agent that serves A2A.
+    pub(super) a2a: Option<Box<A2aAgent>>,
+}
+
+impl Live<Exports> {
+    /// Calls `handle` on this thread (a Wharf agent only).
+    pub fn handle(&mut self, req: &Request) -> Result<Response, CallError> {
+        agent(&self.exports)?;
+        self.begin(req, false);
+        let func = agent(&self.exports)?.func_handle();
+        let guest_req = guest_request(req, &mut self.scratch);
+        let result = func.call(&mut self.store, (guest_req,)).map(|(r,)| r);
+        self.in_call = false;
+        self.finish(result)
+    }
+
+    /// Calls what the request asks for (`handle`, or a turn of an A2A task)
+    /// on a fiber; a turn's answer is an empty 200, its outcome having gone
+    /// to the turn's event channel.
+    pub async fn call_async(&mut self, req: &Request) -> Result<Response, CallError> {
+        if let Exports::Http(_) = &self.exports {
+            let sink = match &req.call {
+                wharf_core::request::Call::Streamed(sink) => Some(sink),
+                _ => None,
+            };
+            return self.http_async(req, sink).await;
+        }
+        match &req.call {
+            wharf_core::request::Call::Handle => self.handle_async(req).await,
+            wharf_core::request::Call::Streamed(sink) => {
+                self.store.data_mut().sink = Some(sink.clone());
+                let result = self.handle_async(req).await;
+                self.store.data_mut().sink = None;
+                result
+            }
+            wharf_core::request::Call::Turn(turn) => {
+                let turn = turn.clone();
+                self.turn_async(req, &turn).await?;
+                Ok(Response::new(
+                    http::StatusCode::OK,
+                    http::HeaderMap::new(),
+                    bytes::Bytes::new(),
+                ))
+            }
+        }
+    }
+
+    /// Calls `handle` on a fiber that yields to the executor at every epoch
+    /// tick, so a long call never holds an async worker for more than a tick.
+    pub async fn handle_async(&mut self, req: &Request) -> Result<Response, CallError> {
+        agent(&self.exports)?;
+        self.begin(req, true);
+        let func = agent(&self.exports)?.func_handle();
+        let guest_req = guest_request(req, &mut self.scratch);
+        let deadline = self.store.data().deadline_at;
+        let called = by_deadline(deadline, func.call_async(&mut self.store, (guest_req,))).await;
+        // Past the deadline `in_call` stays set: the instance is abandoned.
+        let result = called.ok_or(CallError::Deadline)?.map(|(r,)| r);
+        self.in_call = false;
+        self.finish(result)
+    }
+
+    fn finish(
+        &mut self,
+        result: wasmtime::Result<Result<GuestResponse, GuestError>>,
+    ) -> Result<Response, CallError> {
+        match result {
+            Ok(Ok(resp)) => response_from_guest(resp, self.limits.response_body)
+                .map_err(CallError::InvalidResponse),
+            Ok(Err(guest)) => Err(guest.into()),
+            Err(err) => Err(classify(&self.store, err)),
+        }
+    }
+
+    pub fn describe(&mut self) -> Result<Card, CallError> {
+        let func = agent(&self.exports)?.func_describe();
+        self.store.data_mut().may_yield = false;
+        self.arm_deadline();
+        func.call(&mut self.store, ())
+            .map(|(card,)| card)
+            .map_err(|e| classify(&self.store, e))
+    }
+
+    /// The agent's `health`; a `wasi:http` component, which has none, is
+    /// healthy while its instance lives.
+    pub fn health(&mut self) -> Result<Health, CallError> {
+        let Exports::Agent(agent) = &self.exports else {
+            return Ok(Health::Ok);
+        };
+        let func = agent.func_health();
+        self.store.data_mut().may_yield = false;
+        self.arm_deadline();
+        func.call(&mut self.store, ())
+            .map(|(health,)| health)
+            .map_err(|e| classify(&self.store, e))
+    }
+
+    /// Calls `health` on a fiber (for instances made by `instantiate_async`).
+    pub async fn health_async(&mut self) -> Result<Health, CallError> {
+        let Exports::Agent(agent) = &self.exports else {
+            return Ok(Health::Ok);
+        };
+        let func = agent.func_health();
+        self.store.data_mut().may_yield = true;
+        self.arm_deadline();
+        self.in_call = true;
+        let deadline = self.store.data().deadline_at;
+        let result = by_deadline(deadline, func.call_async(&mut self.store, ()))
+            .await
+            .ok_or(CallError::Deadline)?;
+        self.in_call = false;
+        result.map(|(h,)| h).map_err(|e| classify(&self.store, e))
+    }
+}
+
+impl<E> Live<E> {
+    /// A live instance from a finished instantiation, or what went wrong.
+    pub(super) fn new(
+        store: Store<GuestState>,
+        exports: Result<E, wasmtime::Error>,
+        limits: Limits,
+    ) -> Result<Self, CallError> {
+        match exports {
+            Ok(exports) => Ok(Live {
+                store,
+                exports,
+                limits,
+                fresh: true,
+                in_call: false,
+                scratch: Vec::new(),
+                a2a: None,
+            }),
+            Err(err) => Err(match classify(&store, err) {
+                CallError::Trap(msg) => CallError::Instantiate(msg),
+                other => other,
+            }),
+        }
+    }
+
+    pub(super) fn begin(&mut self, req: &Request, may_yield: bool) {
+        self.in_call = true;
+        let data = self.store.data_mut();
+        data.request_id = Some(req.id.clone());
+        data.may_yield = may_yield;
+        data.reach.clone_from(&req.hop.reach);
+        self.arm_deadline();
+        // A call from another agent ends when its caller must.
+        if let Some(outer) = req.hop.deadline {
+            let data = self.store.data_mut();
+            data.deadline_at = data.deadline_at.min(outer);
+        }
+    }
+
+    /// Bytes of linear memory this instance holds now.
+    pub fn memory_bytes(&self) -> u64 {
+        self.store.data().limiter.current
+    }
+
+    /// Whether an async call on this instance was abandoned half-way (its
+    /// future dropped): such an instance must not be used again.
+    pub fn abandoned(&self) -> bool {
+        self.in_call
+    }
+
+    pub(super) fn arm_deadline(&mut self) {
+        if !std::mem::take(&mut self.fresh) {
+            self.store.data_mut().deadline_at = Instant::now() + self.limits.deadline;
+            self.store.set_epoch_deadline(1);
+        }
+    }
+}
+
+/// The Wharf agent's exports; a `wasi:http` component has none.
+fn agent(exports: &Exports) -> Result<&Agent, CallError> {
+    match exports {
+        Exports::Agent(agent) => Ok(agent),
+        Exports::Http(_) => Err(CallError::Internal(
+            "a wasi:http component has no Wharf agent exports".into(),
+        )),
+    }
+}
+
+/// A store whose deadline starts now and covers instantiation and the
+/// first call. Every epoch tick checks the deadline: past it the guest
+/// traps; before it an async call yields to the executor.
+pub(super) fn new_store(
+    engine: &Engine,
+    identity: &Arc<GuestIdentity>,
+    limits: &Limits,
+    may_yield: bool,
+) -> Store<GuestState> {
+    let mut state = GuestState::new(identity.clone(), limits.memory);
+    state.deadline_at = Instant::now() + limits.deadline;
+    state.may_yield = may_yield;
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.limiter);
+    store.epoch_deadline_callback(|ctx| {
+        let state = ctx.data();
+        let canceled = state
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+        Ok(if canceled || Instant::now() >= state.deadline_at {
+            UpdateDeadline::Interrupt
+        } else if state.may_yield {
+            UpdateDeadline::Yield(1)
+        } else {
+            UpdateDeadline::Continue(1)
+        })
+    });
+    store.set_epoch_deadline(1);
+    store
+}
+
+/// Turns a wasmtime error into what happened, in the guest's terms.
+pub(super) fn classify(store: &Store<GuestState>, err: wasmtime::Error) -> CallError {
+    if store.data().limiter.exceeded {
+        return CallError::MemoryLimit;
+    }
+    match err.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => CallError::Deadline,
+        Some(Trap::StackOverflow) => CallError::Trap("stack overflow".into()),
+        Some(trap) => CallError::Trap(trap.to_string()),
+        None => CallError::Trap(format!("{err:#}")),
+    }
+}

@@ -1,0 +1,287 @@
+//! Runtime: the wasmtime engine, the linker with Wharf's host imports,
+//! sandboxed WASI and `wasi:http`, and preparing components (compile,
+//! type-check, world: agent, filter or `wasi:http/proxy`).
+//! Nothing above this module sees a wasmtime type except through
+//! [`AgentImage`] and [`Live`].
+
+mod bindings;
+mod cache;
+mod call;
+mod convert;
+mod engine;
+mod filter;
+mod http;
+mod outbound;
+mod peers;
+mod preinit;
+mod state;
+mod streaming;
+mod turn;
+
+use sha2::Digest;
+use wasmtime::Engine;
+use wasmtime::component::{Component, Linker};
+
+pub use bindings::{Card, Health, Skill};
+pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
+pub use call::{AgentImage, CallError, Exports, Live, watched};
+pub use convert::{decode_headers, encode_headers};
+pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
+#[cfg(feature = "fuzzing")]
+pub use filter::fuzz_verdict;
+pub use filter::{FilterImage, FilterLive};
+pub use outbound::OutboundAccess;
+pub use preinit::wants_preinit;
+pub use state::{GuestIdentity, GuestState};
+pub use wharf_core::metrics::OutboundCounters;
+
+use wharf_config::Limits;
+
+/// Which world a component fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum World {
+    Agent,
+    Filter,
+    /// `wasi:http/proxy`: a standard HTTP component, served like an agent.
+    Http,
+}
+
+impl World {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            World::Agent => "agent",
+            World::Filter => "filter",
+            World::Http => "wasi-http",
+        }
+    }
+}
+
+/// A component that compiled and type-checked against one of Wharf's worlds.
+pub enum Prepared {
+    Agent(AgentPres),
+    Filter(FilterPres),
+    Http(HttpPre),
+}
+
+/// A `wasi:http/proxy` component pre-instantiated against the async linker
+/// (it runs on the request path only).
+pub struct HttpPre(bindings::ProxyPre<GuestState>);
+
+/// A filter pre-instantiated against both linkers, as for agents.
+pub struct FilterPres {
+    sync: bindings::FilterPre<GuestState>,
+    asynchronous: bindings::FilterPre<GuestState>,
+}
+
+/// An agent pre-instantiated against both linkers: the synchronous one (load
+/// time, probes, tests, benchmarks) and the async one (the request path).
+pub struct AgentPres {
+    sync: bindings::AgentPre<GuestState>,
+    asynchronous: bindings::AgentPre<GuestState>,
+}
+
+impl Prepared {
+    pub fn world(&self) -> World {
+        match self {
+            Prepared::Agent(_) => World::Agent,
+            Prepared::Filter(_) => World::Filter,
+            Prepared::Http(_) => World::Http,
+        }
+    }
+}
+
+/// Engine, linkers and allocator choice, shared by every agent.
+///
+/// WASI p2 comes in two linkings: synchronous host functions (which block
+/// on an internal runtime and so must not run on a tokio worker) for calls
+/// made on a plain thread, and async host functions for calls made with
+/// `call_async` on the request path.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<GuestState>,
+    linker_async: Linker<GuestState>,
+    allocation: Allocation,
+    cache: Option<ArtifactCache>,
+}
+
+impl Runtime {
+    /// Builds the engine (pooling when it can), starts the epoch ticker and
+    /// links the host imports and WASI.
+    pub fn new(settings: &EngineSettings) -> wasmtime::Result<Runtime> {
+        engine::compile_in_background();
+        let (engine, allocation) = engine::build(settings)?;
+        engine::start_ticker(&engine);
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+        bindings::add_host_to_linker(&mut linker, false)?;
+        let mut linker_async = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker_async)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker_async)?;
+        bindings::add_host_to_linker(&mut linker_async, true)?;
+        Ok(Runtime {
+            engine,
+            linker,
+            linker_async,
+            allocation,
+            cache: None,
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The linker with WASI and the host imports; for benchmarks that
+    /// measure raw wasmtime calls beside Wharf's dispatch.
+    #[doc(hidden)]
+    pub fn linker(&self) -> &Linker<GuestState> {
+        &self.linker
+    }
+
+    pub fn allocation(&self) -> Allocation {
+        self.allocation
+    }
+
+    /// Keeps compiled components in `dir` from now on. Fails when the
+    /// directory cannot be created or made private.
+    pub fn use_cache(&mut self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.cache = Some(ArtifactCache::open(dir, &self.engine)?);
+        Ok(())
+    }
+
+    /// The compiled-artifact cache, when one is in use.
+    pub fn cache(&self) -> Option<&ArtifactCache> {
+        self.cache.as_ref()
+    }
+
+    /// Compiles a component (Cranelift), or loads it from the cache. Slow
+    /// for large guests when not cached: call once.
+    pub fn compile(&self, bytes: &[u8]) -> Result<(Component, CacheOutcome), String> {
+        let sha256 = match &self.cache {
+            Some(_) => sha2::Sha256::digest(bytes).into(),
+            None => [0; 32],
+        };
+        self.compile_hashed(bytes, &sha256)
+    }
+
+    /// [`Runtime::compile`] for bytes whose SHA-256 the caller already has
+    /// (the loader does: it is the component's digest).
+    pub fn compile_hashed(
+        &self,
+        bytes: &[u8],
+        sha256: &[u8; 32],
+    ) -> Result<(Component, CacheOutcome), String> {
+        match &self.cache {
+            Some(cache) => cache.compile(&self.engine, bytes, sha256),
+            None => Component::new(&self.engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
+        }
+        .map_err(|e| format!("{e:#}"))
+    }
+
+    /// Type-checks imports against the linker and exports against the worlds.
+    pub fn prepare(&self, component: &Component) -> Result<Prepared, String> {
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| format!("it needs imports Wharf does not provide: {e:#}"))?;
+        let as_agent = match bindings::AgentPre::new(pre.clone()) {
+            Ok(sync) => {
+                let asynchronous = self
+                    .linker_async
+                    .instantiate_pre(component)
+                    .and_then(bindings::AgentPre::new)
+                    .map_err(|e| format!("it cannot be linked for async calls: {e:#}"))?;
+                return Ok(Prepared::Agent(AgentPres { sync, asynchronous }));
+            }
+            Err(e) => e,
+        };
+        let as_filter = match bindings::FilterPre::new(pre.clone()) {
+            Ok(sync) => {
+                let asynchronous = self
+                    .linker_async
+                    .instantiate_pre(component)
+                    .and_then(bindings::FilterPre::new)
+                    .map_err(|e| format!("it cannot be linked for async calls: {e:#}"))?;
+                return Ok(Prepared::Filter(FilterPres { sync, asynchronous }));
+            }
+            Err(e) => e,
+        };
+        let as_http = match bindings::ProxyPre::new(pre) {
+            Ok(_) => {
+                let asynchronous = self
+                    .linker_async
+                    .instantiate_pre(component)
+                    .and_then(bindings::ProxyPre::new)
+                    .map_err(|e| format!("it cannot be linked for async calls: {e:#}"))?;
+                return Ok(Prepared::Http(HttpPre(asynchronous)));
+            }
+            Err(e) => e,
+        };
+        Err(format!(
+            "it fits none of the agent world ({as_agent:#}), the filter world ({as_filter:#}) \
+             or wasi:http/proxy ({as_http:#})"
+        ))
+    }
+
+    /// An agent ready to serve, with its identity and limits.
+    pub fn agent_image(
+        &self,
+        pres: AgentPres,
+        identity: GuestIdentity,
+        limits: Limits,
+    ) -> AgentImage {
+        AgentImage::new(
+            self.engine.clone(),
+            pres.sync,
+            pres.asynchronous,
+            identity,
+            limits,
+        )
+    }
+}
+
+impl Runtime {
+    /// A `wasi:http` component ready to serve like an agent.
+    pub fn http_image(&self, pre: HttpPre, identity: GuestIdentity, limits: Limits) -> AgentImage {
+        AgentImage::http(self.engine.clone(), pre.0, identity, limits)
+    }
+
+    /// A filter ready to run, with its identity and limits.
+    pub fn filter_image(
+        &self,
+        pres: FilterPres,
+        identity: GuestIdentity,
+        limits: Limits,
+    ) -> FilterImage {
+        FilterImage::new(
+            self.engine.clone(),
+            pres.sync,
+            pres.asynchronous,
+            identity,
+            limits,
+        )
+    }
+}
+
+/// Imports and exports of a component, by name, for `wharf inspect`.
+pub fn component_items(engine: &Engine, component: &Component) -> (Vec<String>, Vec<String>) {
+    let ty = component.component_type();
+    let imports = ty
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let exports = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    (imports, exports)
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("allocation", &self.allocation)
+            .finish_non_exhaustive()
+    }
+}

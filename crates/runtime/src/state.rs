@@ -1,0 +1,260 @@
+//! Per-store state: the memory limiter, lazily built sandboxed WASI, and the
+//! host imports (`log`, `config`) every guest gets.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use super::bindings::{Host, Level};
+use super::outbound::Hooks;
+
+/// Longest guest log message kept; longer ones are cut at a char boundary.
+const MAX_LOG_MESSAGE: usize = 4096;
+
+/// What a guest may know about itself: its name and its config values;
+/// and the one capability a filter may be granted: a directory it reads.
+#[derive(Debug, Default, Clone)]
+pub struct GuestIdentity {
+    pub name: String,
+    pub values: Arc<BTreeMap<String, String>>,
+    /// A host directory the guest sees read-only at `/files` (a filter's
+    /// rule files, say); none for every other guest.
+    pub files: Option<std::path::PathBuf>,
+    /// The outbound HTTP it may make (`wasi:http`); none by default.
+    pub outbound: super::outbound::OutboundAccess,
+}
+
+/// The data of one [`wasmtime::Store`].
+pub struct GuestState {
+    identity: Arc<GuestIdentity>,
+    /// Request id the current call serves, for log attribution.
+    pub(crate) request_id: Option<Arc<str>>,
+    /// Config values for the current call's route, consulted before the
+    /// guest's own (a filter configured per agent).
+    pub(crate) route_values: Option<Arc<BTreeMap<String, String>>>,
+    pub(crate) limiter: MemoryLimiter,
+    /// When the current call must end; checked at every epoch tick.
+    pub(crate) deadline_at: Instant,
+    /// Whether the current call may yield to the async executor at a tick.
+    pub(crate) may_yield: bool,
+    /// The A2A turn the current call runs, when it runs one.
+    pub(crate) turn: Option<super::turn::TurnScope>,
+    /// Set when the current call is canceled: checked at every epoch tick.
+    pub(crate) cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Where the current `handle` call may stream its answer.
+    pub(crate) sink: Option<wharf_core::request::Sink>,
+    /// What the current call may reach through the host (other agents,
+    /// topics); none when its agent's block allows neither.
+    pub(crate) reach: Option<wharf_core::request::Reach>,
+    wasi: Option<WasiCtx>,
+    /// `wasi:http` state, for components that use it; built on first use.
+    http: Option<(WasiHttpCtx, Hooks)>,
+    table: ResourceTable,
+}
+
+impl GuestState {
+    pub fn new(identity: Arc<GuestIdentity>, memory_limit: u64) -> Self {
+        GuestState {
+            identity,
+            request_id: None,
+            route_values: None,
+            limiter: MemoryLimiter::new(memory_limit),
+            deadline_at: Instant::now(),
+            may_yield: false,
+            turn: None,
+            cancel: None,
+            sink: None,
+            reach: None,
+            wasi: None,
+            http: None,
+            table: ResourceTable::new(),
+        }
+    }
+}
+
+/// The sandbox: no environment, no arguments, no sockets or name lookups,
+/// stdio closed, and no preopened directory unless the configuration
+/// granted this guest one (read-only, at `/files`). Only what WASI needs
+/// for a component to instantiate (clocks, random) remains.
+fn sandboxed_wasi(identity: &GuestIdentity) -> WasiCtx {
+    let mut builder = WasiCtx::builder();
+    builder
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false);
+    if let Some(dir) = &identity.files {
+        let read_only = wasmtime_wasi::FsPerms::ReadOnly;
+        if let Err(err) = builder.preopened_dir(dir, "/files", read_only) {
+            // Checked at load time; a directory removed since is logged.
+            tracing::warn!(guest = %identity.name, dir = %dir.display(), error = %err, "cannot open the granted directory");
+        }
+    }
+    builder.build()
+}
+
+impl WasiView for GuestState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        // Built on first use: most calls never touch WASI, and building a
+        // context (random state, clocks) costs more than the call itself.
+        WasiCtxView {
+            ctx: self
+                .wasi
+                .get_or_insert_with(|| sandboxed_wasi(&self.identity)),
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for GuestState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        let identity = &self.identity;
+        let (ctx, hooks) = self.http.get_or_insert_with(|| {
+            let hooks = Hooks {
+                guest: identity.name.as_str().into(),
+                access: identity.outbound.clone(),
+            };
+            (WasiHttpCtx::new(), hooks)
+        });
+        WasiHttpCtxView {
+            ctx,
+            table: &mut self.table,
+            hooks,
+        }
+    }
+}
+
+impl Host for GuestState {
+    fn log(&mut self, level: Level, message: String) {
+        let message = truncate(&message, MAX_LOG_MESSAGE);
+        let agent = self.identity.name.as_str();
+        let request = self.request_id.as_deref().unwrap_or("-");
+        match level {
+            Level::Trace => tracing::trace!(target: "wharf::guest", agent, request, "{message}"),
+            Level::Debug => tracing::debug!(target: "wharf::guest", agent, request, "{message}"),
+            Level::Info => tracing::info!(target: "wharf::guest", agent, request, "{message}"),
+            Level::Warn => tracing::warn!(target: "wharf::guest", agent, request, "{message}"),
+            Level::Error => tracing::error!(target: "wharf::guest", agent, request, "{message}"),
+        }
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.route_values
+            .as_ref()
+            .and_then(|values| values.get(&key))
+            .or_else(|| self.identity.values.get(&key))
+            .cloned()
+    }
+}
+
+// The type-only interfaces have nothing to implement.
+impl super::bindings::TypesHost for GuestState {}
+impl super::bindings::FilteringHost for GuestState {}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// wasmtime's [`StoreLimits`] (memory size, table elements, instance and
+/// memory counts), remembering whether a memory growth was refused so a
+/// guest that aborts after a failed allocation is reported as out of
+/// memory rather than as a generic trap.
+pub(crate) struct MemoryLimiter {
+    limits: StoreLimits,
+    pub(crate) exceeded: bool,
+    /// Bytes of linear memory the store's memories hold now.
+    pub(crate) current: u64,
+}
+
+/// Table elements a guest may grow to; generous for any real guest.
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+/// Core instances, tables and memories one component may create; covers
+/// interpreted-language guests, which have several of each.
+const MAX_INSTANCES: usize = 64;
+
+impl MemoryLimiter {
+    fn new(memory: u64) -> Self {
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(usize::try_from(memory).unwrap_or(usize::MAX))
+            .table_elements(MAX_TABLE_ELEMENTS)
+            .instances(MAX_INSTANCES)
+            .tables(MAX_INSTANCES)
+            .memories(MAX_INSTANCES)
+            .build();
+        MemoryLimiter {
+            limits,
+            exceeded: false,
+            current: 0,
+        }
+    }
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum)?;
+        if allowed {
+            self.current += desired.saturating_sub(current) as u64;
+        } else {
+            self.exceeded = true;
+        }
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncate_respects_char_boundaries() {
+        assert_eq!(truncate("héllo", 2), "h");
+        assert_eq!(truncate("hello", 10), "hello");
+    }
+
+    #[test]
+    fn limiter_records_refusals() {
+        let mut limiter = MemoryLimiter::new(1024);
+        assert!(limiter.memory_growing(0, 1024, None).unwrap());
+        assert!(!limiter.exceeded);
+        assert_eq!(limiter.current, 1024);
+        assert!(!limiter.memory_growing(1024, 2048, None).unwrap());
+        assert!(limiter.exceeded);
+    }
+}

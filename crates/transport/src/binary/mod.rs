@@ -1,0 +1,271 @@
+//! The binary transport: MessagePack frames over a Unix socket (and
+//! optionally TCP) for local callers. Binds the listeners (replacing a
+//! stale socket file, refusing any other file), accepts up to the
+//! connection limit, and hands each connection to [`conn`]; every request
+//! goes through the same pipeline as HTTP. The wire format is in [`frame`]
+//! and `docs/binary.md`.
+
+mod conn;
+pub mod frame;
+
+use std::net::SocketAddr;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics::{Counter, Gauge, Label};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::AppState;
+use super::slots::Slots;
+use wharf_config::{Binary, UnixSocket};
+
+/// Per-connection settings from the `binary` block.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub max_frame: usize,
+    pub in_flight: usize,
+    pub frame_timeout: Duration,
+}
+
+/// What every binary connection shares.
+pub struct Shared {
+    pub state: Arc<AppState>,
+    pub settings: Settings,
+    pub request_timeout: Duration,
+    metrics: BinaryMetrics,
+}
+
+/// Connection faults, each counted under its code.
+const FAULTS: [&str; 5] = [
+    "bad_frame",
+    "frame_too_large",
+    "frame_timeout",
+    "truncated_frame",
+    "read_failed",
+];
+
+/// The transport's own counters (requests are counted per agent by the
+/// routes, as for HTTP).
+pub(crate) struct BinaryMetrics {
+    answers: Counter,
+    faults: [Counter; FAULTS.len()],
+    connections: Gauge,
+}
+
+impl BinaryMetrics {
+    fn new(metrics: &wharf_core::metrics::Metrics) -> Self {
+        let r = metrics.recorder();
+        BinaryMetrics {
+            answers: wharf_core::metrics::counter(r, "wharf_binary_answers_total", vec![]),
+            faults: FAULTS.map(|code| {
+                let label = vec![Label::new("code", code)];
+                wharf_core::metrics::counter(r, "wharf_binary_faults_total", label)
+            }),
+            connections: wharf_core::metrics::gauge(r, "wharf_binary_connections", vec![]),
+        }
+    }
+
+    fn fault(&self, code: &str) {
+        if let Some(i) = FAULTS.iter().position(|c| *c == code) {
+            self.faults[i].increment(1);
+        }
+    }
+}
+
+/// The binary listeners, bound.
+pub struct Listeners {
+    unix: Option<(UnixListener, PathBuf)>,
+    tcp: Option<TcpListener>,
+    connections: usize,
+    settings: Settings,
+}
+
+impl Listeners {
+    /// Binds what the `binary` block names.
+    pub async fn bind(config: &Binary) -> Result<Listeners, String> {
+        let unix = match &config.unix {
+            Some(socket) => Some((bind_unix(socket)?, socket.path.clone())),
+            None => None,
+        };
+        let tcp = match config.tcp {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| format!("cannot listen on {addr}: {e}"))?,
+            ),
+            None => None,
+        };
+        Ok(Listeners {
+            unix,
+            tcp,
+            connections: config.connections,
+            settings: Settings {
+                max_frame: config.max_frame,
+                in_flight: config.in_flight,
+                frame_timeout: config.frame_timeout,
+            },
+        })
+    }
+
+    /// The TCP address bound, if any (the port is chosen when it says 0).
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        self.tcp.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// Connections served at once.
+    pub fn connections(&self) -> usize {
+        self.connections
+    }
+
+    /// The Unix socket's path, if any.
+    pub fn unix_path(&self) -> Option<&Path> {
+        self.unix.as_ref().map(|(_, path)| path.as_path())
+    }
+
+    /// Serves every binary listener until `shutdown` turns true, then
+    /// waits up to `grace` for connections to finish their requests.
+    /// `slots` holds the `connections` limit.
+    pub async fn serve(
+        self,
+        state: Arc<AppState>,
+        slots: Arc<Slots>,
+        request_timeout: Duration,
+        grace: Duration,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let metrics = BinaryMetrics::new(state.pipeline.metrics());
+        let shared = Arc::new(Shared {
+            state,
+            settings: self.settings,
+            request_timeout,
+            metrics,
+        });
+        let mut conns = JoinSet::new();
+        loop {
+            let accepted = tokio::select! {
+                a = accept(self.unix.as_ref().map(|(l, _)| l), self.tcp.as_ref()) => a,
+                Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+                _ = shutdown.wait_for(|down| *down) => break,
+            };
+            let (rd, wr, client) = match accepted {
+                Ok(parts) => parts,
+                Err(err) => {
+                    tracing::warn!(error = %err, "binary accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            // At the limit the connection idle longest makes room.
+            let slot = tokio::select! {
+                slot = slots.acquire() => slot,
+                _ = shutdown.wait_for(|down| *down) => break,
+            };
+            let (shared, shutdown) = (shared.clone(), shutdown.clone());
+            conns.spawn(async move {
+                shared.metrics.connections.increment(1.0);
+                conn::serve(rd, wr, client, shared.clone(), slot, shutdown).await;
+                shared.metrics.connections.decrement(1.0);
+            });
+        }
+        if let Some((_, path)) = &self.unix {
+            let _ = std::fs::remove_file(path);
+        }
+        let drained = async { while conns.join_next().await.is_some() {} };
+        if tokio::time::timeout(grace, drained).await.is_err() {
+            tracing::warn!(
+                ?grace,
+                "binary connections still open after the grace period; closing"
+            );
+        }
+    }
+}
+
+type Reader = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+type Writer = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+
+/// The next connection on either listener, split into owned halves.
+async fn accept(
+    unix: Option<&UnixListener>,
+    tcp: Option<&TcpListener>,
+) -> std::io::Result<(Reader, Writer, Option<SocketAddr>)> {
+    let on_unix = async {
+        match unix {
+            Some(l) => l.accept().await,
+            None => std::future::pending().await,
+        }
+    };
+    let on_tcp = async {
+        match tcp {
+            Some(l) => l.accept().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        accepted = on_unix => {
+            let (stream, _) = accepted?;
+            let (rd, wr) = stream.into_split();
+            Ok((Box::new(rd), Box::new(wr), None))
+        }
+        accepted = on_tcp => {
+            let (stream, addr) = accepted?;
+            let _ = stream.set_nodelay(true);
+            let (rd, wr) = stream.into_split();
+            Ok((Box::new(rd), Box::new(wr), Some(addr)))
+        }
+    }
+}
+
+/// Binds the Unix socket: a socket file nobody listens on is replaced,
+/// any other existing file is an error; then mode and owner are set.
+fn bind_unix(socket: &UnixSocket) -> Result<UnixListener, String> {
+    let path = &socket.path;
+    let shown = path.display();
+    match std::fs::symlink_metadata(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(format!("cannot look at {shown}: {err}")),
+        Ok(meta) if meta.file_type().is_socket() => {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(format!(
+                    "{shown} is in use: another process is listening on it"
+                ));
+            }
+            std::fs::remove_file(path)
+                .map_err(|e| format!("cannot remove the stale socket {shown}: {e}"))?;
+            tracing::info!(path = %shown, "replaced a stale socket file");
+        }
+        Ok(_) => {
+            return Err(format!(
+                "{shown} exists and is not a socket; Wharf does not replace it"
+            ));
+        }
+    }
+    // Bound in a directory only this process can enter, given its mode
+    // and owner there, then renamed into place: nobody can connect to it
+    // before it has the permissions the configuration asks for.
+    let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => parent,
+        None => std::path::Path::new("."),
+    };
+    let private = tempfile::Builder::new()
+        .prefix(".wharf-socket-")
+        .tempdir_in(parent)
+        .map_err(|e| format!("cannot prepare {shown}: {e}"))?;
+    let staged = private.path().join("socket");
+    let listener =
+        UnixListener::bind(&staged).map_err(|e| format!("cannot listen on {shown}: {e}"))?;
+    if let Some(mode) = socket.mode {
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| format!("cannot set the mode of {shown}: {e}"))?;
+    }
+    if let Some(owner) = &socket.owner {
+        let (uid, gid) = owner.resolve()?;
+        std::os::unix::fs::chown(&staged, uid, gid)
+            .map_err(|e| format!("cannot give {shown} to `{owner}`: {e}"))?;
+    }
+    std::fs::rename(&staged, path).map_err(|e| format!("cannot listen on {shown}: {e}"))?;
+    Ok(listener)
+}
