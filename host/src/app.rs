@@ -21,23 +21,43 @@ use crate::runtime::{EngineSettings, Runtime};
 use crate::transport::slots::Slots;
 use crate::transport::{self, AppState};
 
+/// Why the configured compile cache cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// Not a place compiled code may come from.
+    #[error(transparent)]
+    Place(crate::config::SettingError),
+    /// The directory cannot be made or used.
+    #[error("cannot use the cache directory {}: {source}", dir.display())]
+    Unusable {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
 /// Errors that stop Wharf from starting.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("cannot create the WebAssembly engine: {0}")]
-    Engine(String),
+    Engine(#[from] crate::runtime::EngineError),
     #[error("cannot load agents: {0}")]
     Agents(std::io::Error),
-    #[error("{0}")]
-    Cache(String),
+    #[error(transparent)]
+    Setting(#[from] crate::config::SettingError),
+    #[error(transparent)]
+    Cache(CacheError),
     #[error("cannot open the audit log: {0}")]
     Audit(std::io::Error),
-    #[error("{0}")]
-    Tasks(String),
+    #[error("the task store: {0}")]
+    Tasks(#[from] wharf_tasks::StoreError),
+    #[error("the task store could not be opened: {0}")]
+    TasksJoin(#[from] tokio::task::JoinError),
     #[error("binary transport: {0}")]
-    Binary(String),
+    Binary(#[from] crate::transport::binary::BindError),
     #[error("cluster: {0}")]
-    Cluster(String),
+    Cluster(#[from] crate::cluster::ClusterError),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -62,17 +82,14 @@ fn open_cache(runtime: &mut Runtime, config: &Config) -> Result<(), StartError> 
     let dir = match config.cache.dir(&config.agents_dir) {
         Ok(Some(dir)) => dir,
         Ok(None) => return Ok(()),
-        Err(reason) => return Err(StartError::Cache(reason)),
+        Err(reason) => return Err(StartError::Cache(CacheError::Place(reason))),
     };
     match runtime.use_cache(&dir) {
         Ok(()) => {
             tracing::info!(dir = %dir.display(), "compiled components are cached");
             Ok(())
         }
-        Err(err) if explicit => Err(StartError::Cache(format!(
-            "cannot use the cache directory {}: {err}",
-            dir.display()
-        ))),
+        Err(source) if explicit => Err(StartError::Cache(CacheError::Unusable { dir, source })),
         Err(err) => {
             tracing::warn!(dir = %dir.display(), error = %err, "no compile cache: the default directory cannot be used");
             Ok(())
@@ -85,7 +102,7 @@ fn open_cache(runtime: &mut Runtime, config: &Config) -> Result<(), StartError> 
 /// the configuration has a `push` block. A cluster with `postgres` keeps
 /// its tasks there, shared by every node; otherwise they stay in SQLite.
 async fn open_tasks(config: &Config, metrics: &Metrics) -> Result<Arc<A2a>, StartError> {
-    let path = config.tasks.prepared_path().map_err(StartError::Tasks)?;
+    let path = config.tasks.prepared_path()?;
     let mut options = wharf_tasks::StoreOptions::new(path);
     options.durability = config.tasks.durability;
     options.retention = config.tasks.retention;
@@ -113,9 +130,7 @@ async fn open_tasks(config: &Config, metrics: &Metrics) -> Result<Arc<A2a>, Star
         let push = policy.map(|p| Push::new(p, store.clone(), &metrics));
         A2a::new(store, push, max_open)
     })
-    .await
-    .map_err(|e| StartError::Tasks(e.to_string()))?
-    .map_err(|e| StartError::Tasks(e.to_string()))?;
+    .await??;
     tracing::info!(store = %place, "task store open");
     Ok(Arc::new(a2a))
 }
@@ -134,8 +149,7 @@ pub struct App {
 impl App {
     /// Builds the runtime, loads the agents directory and binds the listener.
     pub async fn start(config: Config, engine: EngineSettings) -> Result<App, StartError> {
-        let mut runtime =
-            Runtime::new(&engine).map_err(|e| StartError::Engine(format!("{e:#}")))?;
+        let mut runtime = Runtime::new(&engine)?;
         tracing::info!(allocator = runtime.allocation().as_str(), "engine ready");
         open_cache(&mut runtime, &config)?;
         // Compiling is CPU-bound and `describe()` runs guests synchronously:
@@ -161,11 +175,7 @@ impl App {
                     source,
                 })?;
         let binary = match &config.binary {
-            Some(binary) => Some(
-                transport::binary::Listeners::bind(binary)
-                    .await
-                    .map_err(StartError::Binary)?,
-            ),
+            Some(binary) => Some(transport::binary::Listeners::bind(binary).await?),
             None => None,
         };
         let audit = AuditLog::open(&config.audit).map_err(StartError::Audit)?;
@@ -177,9 +187,7 @@ impl App {
         );
         let pipeline = Pipeline::new(snapshot, metrics.clone(), audit, streams);
         if let Some(settings) = &config.cluster {
-            let cluster = crate::cluster::Cluster::connect(settings.clone(), metrics)
-                .await
-                .map_err(StartError::Cluster)?;
+            let cluster = crate::cluster::Cluster::connect(settings.clone(), metrics).await?;
             tracing::info!(node = %settings.node, nats = %settings.nats, "joining the cluster");
             let cluster = Arc::new(cluster);
             a2a.join(cluster.clone());

@@ -139,9 +139,11 @@ fn main() -> ExitCode {
         } => serve(config, agents, listen, unix),
         Command::Check { file } => check(&file),
         Command::Inspect { file, json } => inspect(&file, json),
-        Command::Keygen { name } => {
-            report(wharf::trust::keygen(&name).map(|(secret, public)| vec![secret, public]))
-        }
+        Command::Keygen { name } => report(
+            wharf::trust::keygen(&name)
+                .map(|(secret, public)| vec![secret, public])
+                .map_err(Into::into),
+        ),
         Command::Sign { file, key, out } => sign(&file, &key, out.as_deref()),
         Command::Verify { file, keys } => verify(&file, &keys),
         Command::New { name, lang, dir } => new_project(&dir, &name, lang),

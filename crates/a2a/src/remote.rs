@@ -12,58 +12,16 @@ use std::time::Duration;
 use async_nats::RequestErrorKind;
 use futures_util::StreamExt;
 use metrics::Label;
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use wharf_tasks::{A2aError, A2aErrorKind, StreamResponse, Task, TaskIdParams};
 
 use super::{A2a, Reply, ends_stream, store_error};
-use wharf_cluster::{Cluster, wire};
+use wharf_cluster::Cluster;
+use wharf_cluster::wire::{self, TaskAnswer, TaskCall, TaskOp};
 
 /// How long an asker waits for the running node to take a call. A cancel
 /// waits for the turn to stop too (up to `CANCEL_WAIT`), so it gets more.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// What one node asks another about a task running there.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct TaskCall {
-    pub op: TaskOp,
-    pub agent: String,
-    pub task_id: String,
-    /// Where a subscriber wants the events.
-    pub inbox: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub enum TaskOp {
-    Cancel,
-    Subscribe,
-    /// Whether the turn still runs there.
-    Status,
-}
-
-/// The running node's answer.
-#[derive(Debug, Serialize, Deserialize)]
-pub enum TaskAnswer {
-    /// The task (JSON), canceled.
-    Task(#[serde(with = "serde_bytes")] Vec<u8>),
-    /// The turn runs there (for a subscriber: its events follow on the
-    /// inbox).
-    Running,
-    /// No turn of the task runs here (it ended meanwhile).
-    NotRunning,
-    Error {
-        code: i64,
-        message: String,
-        /// `A2aError::metadata` as JSON.
-        metadata: String,
-    },
-}
-
-fn encode(answer: &TaskAnswer) -> bytes::Bytes {
-    rmp_serde::to_vec(answer)
-        .expect("a task answer encodes")
-        .into()
-}
 
 fn error_answer(err: &A2aError) -> TaskAnswer {
     TaskAnswer::Error {
@@ -106,16 +64,15 @@ async fn ask(
     node: &str,
     call: &TaskCall,
 ) -> Result<Option<TaskAnswer>, A2aError> {
-    let payload = rmp_serde::to_vec_named(call).expect("a task call encodes");
     let ask = async_nats::Request::new()
-        .payload(payload.into())
+        .payload(wire::encode_task_call(call))
         .timeout(Some(CALL_TIMEOUT));
     let answer = match cluster
         .client()
         .send_request(wire::tasks_subject(node), ask)
         .await
     {
-        Ok(msg) => rmp_serde::from_slice(&msg.payload)
+        Ok(msg) => wire::decode_task_answer(&msg.payload)
             .map(Some)
             .map_err(unreachable),
         Err(e) if e.kind() == RequestErrorKind::NoResponders => Ok(None),
@@ -322,14 +279,18 @@ impl A2a {
         let Some(reply) = msg.reply else {
             return;
         };
-        let answer = match rmp_serde::from_slice::<TaskCall>(&msg.payload) {
+        let answer = match wire::decode_task_call(&msg.payload) {
             Err(e) => error_answer(
                 &A2aError::new(A2aErrorKind::InvalidRequest)
                     .message(format!("a task call could not be read: {e}")),
             ),
             Ok(call) => self.answer(cluster, call).await,
         };
-        if let Err(e) = cluster.client().publish(reply, encode(&answer)).await {
+        if let Err(e) = cluster
+            .client()
+            .publish(reply, wire::encode_task_answer(&answer))
+            .await
+        {
             tracing::warn!(error = %e, "a task call's answer was not sent");
         }
     }
@@ -380,12 +341,12 @@ mod tests {
         let err = A2aError::new(A2aErrorKind::TaskNotCancelable)
             .message("no")
             .with("taskId", "t1");
-        let bytes = encode(&error_answer(&err));
+        let bytes = wire::encode_task_answer(&error_answer(&err));
         let Ok(TaskAnswer::Error {
             code,
             message,
             metadata,
-        }) = rmp_serde::from_slice(&bytes)
+        }) = wire::decode_task_answer(&bytes)
         else {
             panic!("an error answer decodes");
         };

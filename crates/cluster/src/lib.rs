@@ -57,10 +57,35 @@ pub struct Cluster {
     idle: tokio::sync::Notify,
 }
 
+/// Why the cluster, or its session pins, cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The NATS server cannot be used.
+    #[error("cannot use NATS at {url}: {reason}")]
+    Connect {
+        /// The server's URL, as configured.
+        url: String,
+        /// What the client said.
+        reason: String,
+    },
+    /// The session pins' JetStream KV bucket cannot be opened.
+    #[error("cannot open the pins bucket: {0}")]
+    Bucket(String),
+    /// A read or write of a pin failed.
+    #[error("session pin: {0}")]
+    Pin(String),
+    /// Other nodes kept changing the pin while this one read it.
+    #[error("the session's pin keeps changing")]
+    Contended,
+}
+
 impl Cluster {
     /// Connects to NATS. A server that is not up yet is retried in the
     /// background: the node serves its own agents meanwhile.
-    pub async fn connect(settings: config::Cluster, metrics: Metrics) -> Result<Cluster, String> {
+    pub async fn connect(
+        settings: config::Cluster,
+        metrics: Metrics,
+    ) -> Result<Cluster, ClusterError> {
         let client = async_nats::ConnectOptions::new()
             .name(format!("wharf {}", settings.node))
             .retry_on_initial_connect()
@@ -68,7 +93,10 @@ impl Cluster {
             .request_timeout(Some(settings.forward_timeout))
             .connect(settings.nats.as_str())
             .await
-            .map_err(|e| format!("cannot use NATS at {}: {e}", settings.nats))?;
+            .map_err(|e| ClusterError::Connect {
+                url: settings.nats.clone(),
+                reason: e.to_string(),
+            })?;
         Ok(Cluster {
             settings,
             client,
@@ -171,7 +199,9 @@ impl Cluster {
             .payload(payload.into())
             .timeout(Some(timeout));
         let result = match self.client.send_request(subject, ask).await {
-            Ok(msg) => wire::decode_answer(&msg.payload).map_err(ForwardError::Failed),
+            Ok(msg) => {
+                wire::decode_answer(&msg.payload).map_err(|e| ForwardError::Failed(e.to_string()))
+            }
             Err(e) => Err(match e.kind() {
                 RequestErrorKind::NoResponders => ForwardError::NoResponders(agent.to_string()),
                 RequestErrorKind::TimedOut => ForwardError::TimedOut(agent.to_string()),
@@ -201,7 +231,7 @@ impl Cluster {
         Ok(resp)
     }
 
-    async fn pins(&self) -> Result<&Pins, String> {
+    async fn pins(&self) -> Result<&Pins, ClusterError> {
         self.pins
             .get_or_try_init(|| async {
                 Pins::open(&self.client, self.node(), self.settings.pin_ttl).await

@@ -9,6 +9,7 @@
 //! own pins stay its own, and a remembered pin elsewhere that turns out
 //! gone is read again before it is taken over.
 
+use crate::ClusterError;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -75,7 +76,7 @@ impl Pins {
         client: &async_nats::Client,
         node: &str,
         ttl: Duration,
-    ) -> Result<Pins, String> {
+    ) -> Result<Pins, ClusterError> {
         let js = async_nats::jetstream::new(client.clone());
         let config = kv::Config {
             bucket: BUCKET.into(),
@@ -88,7 +89,7 @@ impl Pins {
         let store = js
             .create_or_update_key_value(config)
             .await
-            .map_err(|e| format!("cannot open the pins bucket: {e}"))?;
+            .map_err(|e| ClusterError::Bucket(e.to_string()))?;
         Ok(Pins {
             store,
             node: node.to_string(),
@@ -106,7 +107,7 @@ impl Pins {
     /// Where `key`'s session is served; a session without a pin is pinned
     /// here. A pin of this node older than half the TTL is written again,
     /// so a session in use does not expire.
-    pub async fn place(&self, key: &str) -> Result<(Place, Outcome), String> {
+    pub async fn place(&self, key: &str) -> Result<(Place, Outcome), ClusterError> {
         let connects = self.stats.connects.load(Ordering::Relaxed);
         if let Some(hit) = self.recent.get(key) {
             let (place, at, read_by) = hit.value();
@@ -127,9 +128,13 @@ impl Pins {
     }
 
     /// [`Pins::place`] from the bucket.
-    async fn read(&self, key: &str) -> Result<(Place, Outcome), String> {
+    async fn read(&self, key: &str) -> Result<(Place, Outcome), ClusterError> {
         for _ in 0..3 {
-            let entry = self.store.entry(key).await.map_err(|e| e.to_string())?;
+            let entry = self
+                .store
+                .entry(key)
+                .await
+                .map_err(|e| ClusterError::Pin(e.to_string()))?;
             match entry {
                 Some(e) if e.operation == Operation::Put => {
                     let text = String::from_utf8_lossy(&e.value);
@@ -151,22 +156,22 @@ impl Pins {
                 _ => match self.store.create(key, self.value()).await {
                     Ok(_) => return Ok((Place::Here, Outcome::Created)),
                     Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => continue,
-                    Err(e) => return Err(e.to_string()),
+                    Err(e) => return Err(ClusterError::Pin(e.to_string())),
                 },
             }
         }
-        Err("the session's pin keeps changing".into())
+        Err(ClusterError::Contended)
     }
 
     /// Takes over the pin at `revision` (its node is gone): true when this
     /// node now holds it, false when another node took it first.
-    pub async fn take_over(&self, key: &str, revision: u64) -> Result<bool, String> {
+    pub async fn take_over(&self, key: &str, revision: u64) -> Result<bool, ClusterError> {
         // Whatever happens, the next lookup reads the bucket.
         self.recent.remove(key);
         match self.store.update(key, self.value(), revision).await {
             Ok(_) => Ok(true),
             Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => Ok(false),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(ClusterError::Pin(e.to_string())),
         }
     }
 }

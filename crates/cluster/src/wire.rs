@@ -1,6 +1,8 @@
-//! What crosses NATS between nodes: a request forwarded to another node and
-//! its answer, as MessagePack maps with bodies and header values as `bin`
-//! (no base64), and the subjects they travel on.
+//! What crosses NATS between nodes, all of it: a request forwarded to
+//! another node and its answer, as MessagePack maps with bodies and header
+//! values as `bin` (no base64); the calls one node makes to another about
+//! an A2A task whose turn runs there, and their answers; and the subjects
+//! they travel on.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -82,13 +84,33 @@ fn pairs(headers: &HeaderMap) -> Vec<(String, serde_bytes::ByteBuf)> {
         .collect()
 }
 
-fn header_map(pairs: Vec<(String, serde_bytes::ByteBuf)>) -> Result<HeaderMap, String> {
+/// Why a message from another node cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// Not the MessagePack this version writes.
+    #[error("unreadable MessagePack: {0}")]
+    Decode(#[from] rmp_serde::decode::Error),
+    /// A method HTTP does not allow.
+    #[error("invalid method `{0}`")]
+    Method(String),
+    /// A status outside 100–999.
+    #[error("invalid status {0}")]
+    Status(u16),
+    /// A header name HTTP does not allow.
+    #[error("invalid header name `{0}`")]
+    HeaderName(String),
+    /// A header value HTTP does not allow.
+    #[error("invalid value of header `{0}`")]
+    HeaderValue(String),
+}
+
+fn header_map(pairs: Vec<(String, serde_bytes::ByteBuf)>) -> Result<HeaderMap, WireError> {
     let mut headers = HeaderMap::with_capacity(pairs.len());
     for (name, value) in pairs {
         let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("invalid header name `{name}`"))?;
+            .map_err(|_| WireError::HeaderName(name.clone()))?;
         let value = HeaderValue::from_bytes(&value)
-            .map_err(|_| format!("invalid value of header `{name}`"))?;
+            .map_err(|_| WireError::HeaderValue(name.to_string()))?;
         headers.append(name, value);
     }
     Ok(headers)
@@ -123,10 +145,10 @@ pub fn encode_request(agent: &str, req: &Request, from: &str, direct: bool) -> V
 }
 
 /// A forwarded request as this node runs it, and the agent it is for.
-pub fn decode_request(payload: &[u8]) -> Result<(String, Request), String> {
-    let f: Forwarded = rmp_serde::from_slice(payload).map_err(|e| e.to_string())?;
-    let method = Method::from_bytes(f.method.as_bytes())
-        .map_err(|_| format!("invalid method `{}`", f.method))?;
+pub fn decode_request(payload: &[u8]) -> Result<(String, Request), WireError> {
+    let f: Forwarded = rmp_serde::from_slice(payload)?;
+    let method =
+        Method::from_bytes(f.method.as_bytes()).map_err(|_| WireError::Method(f.method.clone()))?;
     let mut req = Request::new(method, f.path);
     req.query = f.query;
     req.headers = header_map(f.headers)?;
@@ -159,15 +181,84 @@ pub fn encode_answer(status: StatusCode, headers: &HeaderMap, body: &[u8], node:
 }
 
 /// Another node's answer as a response, and the node that gave it.
-pub fn decode_answer(payload: &[u8]) -> Result<(Response, String), String> {
-    let a: Answer = rmp_serde::from_slice(payload).map_err(|e| e.to_string())?;
-    let status = StatusCode::from_u16(a.status).map_err(|_| format!("status {}", a.status))?;
+pub fn decode_answer(payload: &[u8]) -> Result<(Response, String), WireError> {
+    let a: Answer = rmp_serde::from_slice(payload)?;
+    let status = StatusCode::from_u16(a.status).map_err(|_| WireError::Status(a.status))?;
     let resp = Response::new(
         status,
         header_map(a.headers)?,
         Bytes::from(a.body.into_owned()),
     );
     Ok((resp, a.node))
+}
+
+/// What one node asks another about an A2A task whose turn runs there.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TaskCall {
+    /// What it asks.
+    pub op: TaskOp,
+    /// The agent serving the task.
+    pub agent: String,
+    /// The task.
+    pub task_id: String,
+    /// Where a subscriber wants the events.
+    pub inbox: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+/// What a task call asks.
+pub enum TaskOp {
+    /// Cancel the task.
+    Cancel,
+    /// Send its events to the call's inbox.
+    Subscribe,
+    /// Whether the turn still runs there.
+    Status,
+}
+
+/// The running node's answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum TaskAnswer {
+    /// The task (JSON), canceled.
+    Task(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// The turn runs there (for a subscriber: its events follow on the
+    /// inbox).
+    Running,
+    /// No turn of the task runs here (it ended meanwhile).
+    NotRunning,
+    /// The call failed, as an A2A error.
+    Error {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error's message.
+        message: String,
+        /// `A2aError::metadata` as JSON.
+        metadata: String,
+    },
+}
+
+/// `call` as MessagePack.
+pub fn encode_task_call(call: &TaskCall) -> Bytes {
+    rmp_serde::to_vec_named(call)
+        .expect("a task call encodes")
+        .into()
+}
+
+/// A task call another node sent.
+pub fn decode_task_call(payload: &[u8]) -> Result<TaskCall, WireError> {
+    Ok(rmp_serde::from_slice(payload)?)
+}
+
+/// `answer` as MessagePack.
+pub fn encode_task_answer(answer: &TaskAnswer) -> Bytes {
+    rmp_serde::to_vec(answer)
+        .expect("a task answer encodes")
+        .into()
+}
+
+/// The answer to a task call.
+pub fn decode_task_answer(payload: &[u8]) -> Result<TaskAnswer, WireError> {
+    Ok(rmp_serde::from_slice(payload)?)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 
 use kdl::KdlNode;
 
-use super::parse::Walker;
+use super::walker::Walker;
 
 const A2A: &[&str] = &["default"];
 

@@ -16,6 +16,7 @@
 //! }
 //! ```
 
+use super::SettingError;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,7 +24,7 @@ use std::time::Duration;
 use kdl::{KdlNode, KdlValue};
 
 use super::diag::Problem;
-use super::parse::{Walker, set};
+use super::walker::{Walker, set};
 
 const BINARY: &[&str] = &[
     "unix",
@@ -80,7 +81,7 @@ impl std::fmt::Display for Owner {
 
 impl Owner {
     /// The user and group ids, looked up when the socket is bound.
-    pub fn resolve(&self) -> Result<(Option<u32>, Option<u32>), String> {
+    pub fn resolve(&self) -> Result<(Option<u32>, Option<u32>), SettingError> {
         let (user, group) = match self.0.split_once(':') {
             Some((u, g)) => (u, Some(g)),
             None => (self.0.as_str(), None),
@@ -99,9 +100,9 @@ impl Owner {
 /// `name` is absent or empty.
 fn id(
     name: Option<&str>,
-    what: &str,
+    what: &'static str,
     lookup: impl Fn(&str) -> nix::Result<Option<u32>>,
-) -> Result<Option<u32>, String> {
+) -> Result<Option<u32>, SettingError> {
     let Some(name) = name.filter(|n| !n.is_empty()) else {
         return Ok(None);
     };
@@ -110,8 +111,15 @@ fn id(
     }
     match lookup(name) {
         Ok(Some(id)) => Ok(Some(id)),
-        Ok(None) => Err(format!("no {what} named `{name}`")),
-        Err(e) => Err(format!("cannot look up {what} `{name}`: {e}")),
+        Ok(None) => Err(SettingError::NoSuchId {
+            what,
+            name: name.to_string(),
+        }),
+        Err(e) => Err(SettingError::IdLookup {
+            what,
+            name: name.to_string(),
+            reason: e.to_string(),
+        }),
     }
 }
 
@@ -186,10 +194,13 @@ mod tests {
 
     #[test]
     fn owners_are_ids_or_names() {
-        assert_eq!(Owner("0:0".into()).resolve(), Ok((Some(0), Some(0))));
-        assert_eq!(Owner("root".into()).resolve(), Ok((Some(0), None)));
-        assert_eq!(Owner(":0".into()).resolve(), Ok((None, Some(0))));
-        let missing = Owner("no-such-user-here".into()).resolve().unwrap_err();
+        assert_eq!(Owner("0:0".into()).resolve().unwrap(), (Some(0), Some(0)));
+        assert_eq!(Owner("root".into()).resolve().unwrap(), (Some(0), None));
+        assert_eq!(Owner(":0".into()).resolve().unwrap(), (None, Some(0)));
+        let missing = Owner("no-such-user-here".into())
+            .resolve()
+            .unwrap_err()
+            .to_string();
         assert!(missing.contains("no user named"), "{missing}");
     }
 }

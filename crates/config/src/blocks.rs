@@ -7,7 +7,7 @@ use std::time::Duration;
 use kdl::KdlNode;
 
 use super::diag::Problem;
-use super::parse::{Walker, clamp_u32, set};
+use super::walker::{Walker, clamp_u32, set};
 use super::{Affinity, AffinitySource, Breaker, Health, Instances, Mode, RateKey, RateLimit};
 
 pub(super) const INSTANCES: &[&str] = &["mode", "max", "max-uses", "max-memory", "queue", "ahead"];

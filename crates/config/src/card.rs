@@ -18,7 +18,7 @@
 use kdl::KdlNode;
 
 use super::diag::Problem;
-use super::parse::Walker;
+use super::walker::Walker;
 
 const CARD: &[&str] = &[
     "description",

@@ -19,7 +19,7 @@ use std::time::Duration;
 use kdl::KdlNode;
 
 use super::diag::Problem;
-use super::parse::{Walker, set};
+use super::walker::{Walker, set};
 
 const CLUSTER: &[&str] = &[
     "nats",

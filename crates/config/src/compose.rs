@@ -10,7 +10,7 @@ use kdl::{KdlNode, KdlValue};
 use miette::SourceSpan;
 
 use super::diag::Problem;
-use super::parse::{Seen, Walker, set};
+use super::walker::{Seen, Walker, set};
 
 /// Longest call path (agent → agent → …) when `call-depth` is not set.
 pub const DEFAULT_CALL_DEPTH: usize = 8;
@@ -205,7 +205,7 @@ impl Walker {
                             ),
                         },
                         (Some("deadline"), KdlValue::String(s)) => {
-                            let parsed = super::parse_duration(s).and_then(|d| {
+                            let parsed = super::units::parse_duration(s).and_then(|d| {
                                 super::bounds::duration("deadline", d)
                                     .and_then(|d| nonzero(d, "deadline"))
                             });

@@ -11,7 +11,7 @@ use std::time::Duration;
 use kdl::{KdlNode, KdlValue};
 
 use super::diag::Problem;
-use super::parse::{Seen, Walker, set};
+use super::walker::{Seen, Walker, set};
 use super::{Breaker, Health, Instances, Limits};
 
 pub(super) const FILTER: &[&str] = &[
@@ -208,9 +208,8 @@ impl Walker {
                         KdlValue::Integer(i) => {
                             usize::try_from(*i).map_err(|_| format!("`{i}` is out of range"))
                         }
-                        KdlValue::String(s) => {
-                            super::parse_size(s).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-                        }
+                        KdlValue::String(s) => super::units::parse_size(s)
+                            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                         _ => {
                             self.wrong_type(entry, "`body-limit` expects a size such as \"64KiB\"");
                             return None;

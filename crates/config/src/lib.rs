@@ -18,10 +18,12 @@ mod outbound;
 mod parse;
 mod policy;
 mod push;
+mod setting;
 mod tasks;
 pub mod topic;
 mod trust;
 mod units;
+mod walker;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -45,10 +47,11 @@ pub use policy::{
     TaskOwner,
 };
 pub use push::{Push, Target};
+pub use setting::SettingError;
 pub use tasks::Tasks;
 pub use topic::Pattern;
 pub use trust::{KeyError, Trust, TrustedKey, key_id};
-pub use units::{format_size, parse_duration, parse_size};
+pub use units::format_size;
 
 /// The configuration used when no file is given and `./wharf.kdl` does not exist.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.kdl");
@@ -110,7 +113,7 @@ pub enum Cache {
 impl Cache {
     /// The directory to use, if any. Refuses one inside the agents directory:
     /// compiled code must never come from where users drop components.
-    pub fn dir(&self, agents_dir: &Path) -> Result<Option<PathBuf>, String> {
+    pub fn dir(&self, agents_dir: &Path) -> Result<Option<PathBuf>, SettingError> {
         let dir = match self {
             Cache::Off => return Ok(None),
             Cache::Dir(dir) => dir.clone(),
@@ -128,11 +131,10 @@ impl Cache {
                 .unwrap_or_else(|_| p.to_path_buf())
         };
         if absolute(&dir).starts_with(absolute(agents_dir)) {
-            return Err(format!(
-                "the cache directory {} is inside the agents directory {}; compiled code is never loaded from there",
-                dir.display(),
-                agents_dir.display()
-            ));
+            return Err(SettingError::CacheInAgents {
+                cache: dir,
+                agents: agents_dir.to_path_buf(),
+            });
         }
         Ok(Some(dir))
     }
@@ -327,7 +329,7 @@ mod tests {
         let base = Path::new("/etc/wharf");
         let off = Config::parse("t.kdl", "cache #false", base).unwrap();
         assert_eq!(off.cache, Cache::Off);
-        assert_eq!(off.cache.dir(&off.agents_dir), Ok(None));
+        assert_eq!(off.cache.dir(&off.agents_dir).unwrap(), None);
         let dir = Config::parse("t.kdl", "cache \"compiled\"", base).unwrap();
         assert_eq!(dir.cache, Cache::Dir(PathBuf::from("/etc/wharf/compiled")));
         let inside = Config::parse("t.kdl", "cache \"agents/c\"", base).unwrap();

@@ -21,7 +21,7 @@ use kdl::KdlNode;
 
 use super::Target;
 use super::diag::Problem;
-use super::parse::{Walker, set};
+use super::walker::{Walker, set};
 
 const OUTBOUND: &[&str] = &["allow", "timeout", "max-body"];
 

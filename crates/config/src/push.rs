@@ -16,6 +16,7 @@
 //! }
 //! ```
 
+use super::SettingError;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ use ipnet::IpNet;
 use kdl::KdlNode;
 
 use super::diag::Problem;
-use super::parse::{Walker, set};
+use super::walker::{Walker, set};
 
 const PUSH: &[&str] = &["allow", "timeout", "attempts", "backoff", "max-configs"];
 
@@ -62,8 +63,15 @@ pub enum Target {
 }
 
 impl Target {
-    pub fn parse(text: &str) -> Result<Target, String> {
-        let bad = |why: &str| Err(format!("`{text}` is not a host, address or range: {why}"));
+    /// Reads an allow-list entry: an address, a range, `addr:port`, or a
+    /// host name (`*.`-prefixed for its subdomains) with an optional port.
+    pub fn parse(text: &str) -> Result<Target, SettingError> {
+        let bad = |why: &'static str| {
+            Err(SettingError::Target {
+                text: text.to_string(),
+                why,
+            })
+        };
         if let Ok(net) = text.parse::<IpNet>() {
             return Ok(Target::Net(net));
         }
@@ -180,7 +188,9 @@ impl Walker {
             }
             match entry.value().as_string() {
                 Some(text) => {
-                    if let Some(target) = self.check(entry, Target::parse(text)) {
+                    if let Some(target) =
+                        self.check(entry, Target::parse(text).map_err(|e| e.to_string()))
+                    {
                         into.push(target);
                     }
                 }

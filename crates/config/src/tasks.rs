@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use kdl::{KdlNode, KdlValue};
 use wharf_a2a_model::{Durability, Retention};
 
+use super::SettingError;
 use super::diag::Problem;
-use super::parse::Walker;
+use super::walker::Walker;
 
 const TASKS: &[&str] = &[
     "path",
@@ -60,7 +61,7 @@ impl Default for Tasks {
 impl Tasks {
     /// The database file: the configured one, else
     /// `$XDG_DATA_HOME/wharf/tasks.db`, else `$HOME/.local/share/wharf/tasks.db`.
-    pub fn path(&self) -> Result<PathBuf, String> {
+    pub fn path(&self) -> Result<PathBuf, SettingError> {
         if let Some(path) = &self.path {
             return Ok(path.clone());
         }
@@ -68,21 +69,17 @@ impl Tasks {
         match (var("XDG_DATA_HOME"), var("HOME")) {
             (Some(data), _) => Ok(PathBuf::from(data).join("wharf").join("tasks.db")),
             (None, Some(home)) => Ok(PathBuf::from(home).join(".local/share/wharf/tasks.db")),
-            (None, None) => Err(
-                "no place for the task store: set `tasks { path … }`, XDG_DATA_HOME or HOME".into(),
-            ),
+            (None, None) => Err(SettingError::NoTaskStorePlace),
         }
     }
 
     /// The database file, its directory created when missing.
-    pub fn prepared_path(&self) -> Result<PathBuf, String> {
+    pub fn prepared_path(&self) -> Result<PathBuf, SettingError> {
         let path = self.path()?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            create_private_dir(dir).map_err(|e| {
-                format!(
-                    "cannot create the task store's directory {}: {e}",
-                    dir.display()
-                )
+            create_private_dir(dir).map_err(|e| SettingError::TaskStoreDir {
+                dir: dir.to_path_buf(),
+                reason: e.to_string(),
             })?;
         }
         Ok(path)

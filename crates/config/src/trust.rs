@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use wasmsign2::PublicKey;
 
 use super::diag::Problem;
-use super::parse::Walker;
+use super::walker::Walker;
 
 /// A public key the configuration trusts, with the file it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,16 +128,16 @@ impl TrustBlock {
 
 impl Walker {
     /// Records the `trust` block; its keys are read by [`TrustBlock::resolve`].
-    pub(super) fn trust(&mut self, node: &KdlNode) {
-        self.trust.span = Some(node.name().span());
+    pub(super) fn trust(&mut self, node: &KdlNode, into: &mut TrustBlock) {
+        into.span = Some(node.name().span());
         for child in self.block(node) {
             match child.name().value() {
                 "key" => {
                     if let Some((path, span)) = self.string(child) {
-                        self.trust.keys.push((path.into(), span));
+                        into.keys.push((path.into(), span));
                     }
                 }
-                "require-signature" => self.trust.require_signature = self.boolean(child),
+                "require-signature" => into.require_signature = self.boolean(child),
                 _ => self.unknown(child, "in `trust`", TRUST),
             }
         }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// Parses a size: a number followed by B, KiB, MiB, GiB (powers of 1024) or
 /// kB, MB, GB (powers of 1000). Spaces between number and unit are allowed.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let (number, unit) =
         split_number(text).ok_or_else(|| format!("`{text}` is not a size such as \"64MiB\""))?;
     let factor: u64 = match unit {
@@ -27,7 +27,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 /// Parses a duration: a number followed by ms, s, m or h.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = split_number(text)
         .ok_or_else(|| format!("`{text}` is not a duration such as \"500ms\" or \"2s\""))?;
     match unit {

@@ -8,12 +8,40 @@ use std::net::{IpAddr, SocketAddr};
 
 use wharf_config::Target;
 
+/// Why an outbound connection may not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum EgressError {
+    /// The name does not resolve.
+    #[error("cannot resolve `{host}`: {reason}")]
+    Resolve {
+        /// The name.
+        host: String,
+        /// What the resolver said.
+        reason: String,
+    },
+    /// Every address it resolves to is one the allow-list does not admit.
+    #[error("`{host}` resolves only to addresses the allow-list does not admit ({addrs})")]
+    NotAdmitted {
+        /// The name.
+        host: String,
+        /// The addresses it resolved to, comma-separated.
+        addrs: String,
+    },
+}
+
 /// The addresses of `host` it may connect to on `port`: public ones, and
 /// private ones only when an address or range entry admits them.
-pub async fn resolve(host: &str, port: u16, allow: &[Target]) -> Result<Vec<SocketAddr>, String> {
+pub async fn resolve(
+    host: &str,
+    port: u16,
+    allow: &[Target],
+) -> Result<Vec<SocketAddr>, EgressError> {
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
         .await
-        .map_err(|e| format!("cannot resolve `{host}`: {e}"))?
+        .map_err(|e| EgressError::Resolve {
+            host: host.to_string(),
+            reason: e.to_string(),
+        })?
         .collect();
     let admitted: Vec<SocketAddr> = addrs
         .iter()
@@ -21,14 +49,14 @@ pub async fn resolve(host: &str, port: u16, allow: &[Target]) -> Result<Vec<Sock
         .filter(|a| is_public(a.ip()) || allow.iter().any(|t| t.admits_addr(*a)))
         .collect();
     if admitted.is_empty() {
-        return Err(format!(
-            "`{host}` resolves only to addresses the allow-list does not admit ({})",
-            addrs
+        return Err(EgressError::NotAdmitted {
+            host: host.to_string(),
+            addrs: addrs
                 .iter()
                 .map(|a| a.ip().to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
-        ));
+                .join(", "),
+        });
     }
     Ok(admitted)
 }
@@ -160,7 +188,8 @@ mod tests {
     async fn a_name_that_resolves_to_loopback_needs_the_address_listed() {
         let err = resolve("localhost", 9, &allow(&["localhost"]))
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("does not admit"), "{err}");
         let ok = resolve("localhost", 9, &allow(&["localhost", "127.0.0.0/8", "::1"]))
             .await

@@ -109,7 +109,29 @@ pub trait Peers: Send + Sync {
 
     /// Publishes `payload` to `topic` for the agent `from`; how many
     /// subscribers it was queued for.
-    fn publish(&self, from: &str, topic: &str, payload: Bytes) -> Result<usize, String>;
+    fn publish(&self, from: &str, topic: &str, payload: Bytes) -> Result<usize, PublishError>;
+}
+
+/// Why a guest's publish was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PublishError {
+    /// The host is stopping.
+    #[error("the host is shutting down")]
+    ShuttingDown,
+    /// The publishing agent is no longer loaded.
+    #[error("`{0}` is not loaded")]
+    NotLoaded(String),
+    /// No pattern of the agent's `publishes` matches the topic.
+    #[error("`{from}` may not publish to `{topic}`: no pattern in its `publishes` matches it")]
+    NotAllowed {
+        /// The publishing agent.
+        from: String,
+        /// The topic.
+        topic: String,
+    },
+    /// The topic, or the payload, cannot be published (the bus says why).
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// A request body's chunks as they arrive, failing past the body limit.
@@ -205,9 +227,9 @@ impl Sink {
     }
 
     /// Sends the head (once).
-    pub fn start(&self, status: StatusCode, headers: HeaderMap) -> Result<(), String> {
+    pub fn start(&self, status: StatusCode, headers: HeaderMap) -> Result<(), SinkError> {
         if self.0.started.swap(true, Ordering::AcqRel) {
-            return Err("the response has already started".into());
+            return Err(SinkError::Started);
         }
         // A receiver gone means the client is gone: the call is dropped soon.
         let _ = self.0.tx.send(Piece::Head(status, headers));
@@ -215,26 +237,40 @@ impl Sink {
     }
 
     /// Sends one chunk of the body.
-    pub fn write(&self, chunk: Bytes) -> Result<(), String> {
+    pub fn write(&self, chunk: Bytes) -> Result<(), SinkError> {
         if !self.started() {
-            return Err("call `start` before `write`".into());
+            return Err(SinkError::NotStarted);
         }
         if self.overflowed() {
-            return Err("the response body passed its limit: the response is cut off".into());
+            return Err(SinkError::Overflowed);
         }
         let before = self.0.written.fetch_add(chunk.len(), Ordering::AcqRel);
         if before + chunk.len() > self.0.limit {
             self.0.overflowed.store(true, Ordering::Release);
-            return Err(format!(
-                "the response body would pass its limit of {} bytes: the response is cut off",
-                self.0.limit
-            ));
+            return Err(SinkError::WouldOverflow(self.0.limit));
         }
         if !chunk.is_empty() {
             let _ = self.0.tx.send(Piece::Chunk(chunk));
         }
         Ok(())
     }
+}
+
+/// Why a streamed answer's head or chunk was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SinkError {
+    /// `start` was called twice.
+    #[error("the response has already started")]
+    Started,
+    /// `write` before `start`.
+    #[error("call `start` before `write`")]
+    NotStarted,
+    /// A write after the limit was passed.
+    #[error("the response body passed its limit: the response is cut off")]
+    Overflowed,
+    /// This write would pass the limit (in bytes).
+    #[error("the response body would pass its limit of {0} bytes: the response is cut off")]
+    WouldOverflow(usize),
 }
 
 /// One turn of an A2A task, as the runtime runs it.

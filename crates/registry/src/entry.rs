@@ -60,7 +60,7 @@ fn preinitialized(
     policy: &FilterPolicy,
 ) -> Result<FilterPres, String> {
     let (component, _) = runtime.preinitialize(bytes, sha256, identity, &policy.limits)?;
-    match runtime.prepare(&component)? {
+    match runtime.prepare(&component).map_err(|e| e.to_string())? {
         Prepared::Filter(pres) => Ok(pres),
         Prepared::Agent(_) | Prepared::Http(_) => {
             Err("its pre-initialized snapshot is no longer a filter".into())
@@ -100,7 +100,7 @@ pub(super) fn load_one(
     stamp: Stamp,
 ) -> Result<Loaded, String> {
     let bytes = super::read_capped(path, config.server.component_size)?;
-    super::check_component(&bytes)?;
+    super::check_component(&bytes).map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
     // Hashed once: the digest shown for the agent is the cache's key too.
     let sha256: [u8; 32] = Sha256::digest(&bytes).into();
@@ -112,7 +112,7 @@ pub(super) fn load_one(
     let (component, outcome) = runtime
         .compile_hashed(&bytes, &sha256)
         .map_err(|e| format!("failed to compile: {e}"))?;
-    let prepared = runtime.prepare(&component)?;
+    let prepared = runtime.prepare(&component).map_err(|e| e.to_string())?;
     let mut origin = Origin {
         name: name.to_string(),
         path: path.to_path_buf(),

@@ -24,18 +24,33 @@ pub struct Report {
     pub exports: Vec<String>,
 }
 
+/// Why a file could not be inspected.
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    /// The file cannot be read, or is too large.
+    #[error("{0}")]
+    Read(String),
+    /// It is not a component.
+    #[error(transparent)]
+    NotAComponent(#[from] crate::NotAComponent),
+    /// No engine could be made to compile it.
+    #[error("cannot create an engine: {0}")]
+    Engine(#[from] wharf_runtime::EngineError),
+    /// It does not compile.
+    #[error("failed to compile: {0}")]
+    Compile(#[from] wharf_runtime::ComponentError),
+}
+
 /// Inspects a file; an error means it is not a component at all.
-pub fn inspect(path: &Path) -> Result<Report, String> {
-    let bytes = read_capped(path, MAX_INSPECT_SIZE)?;
+pub fn inspect(path: &Path) -> Result<Report, InspectError> {
+    let bytes = read_capped(path, MAX_INSPECT_SIZE).map_err(InspectError::Read)?;
     check_component(&bytes)?;
     let settings = EngineSettings {
         pooling: false,
         ..EngineSettings::default()
     };
-    let runtime = Runtime::new(&settings).map_err(|e| format!("cannot create an engine: {e:#}"))?;
-    let (component, _) = runtime
-        .compile(&bytes)
-        .map_err(|e| format!("failed to compile: {e}"))?;
+    let runtime = Runtime::new(&settings)?;
+    let (component, _) = runtime.compile(&bytes)?;
     let (imports, exports) = component_items(runtime.engine(), &component);
     let (world, fits) = match runtime.prepare(&component) {
         Ok(Prepared::Agent(_))
@@ -54,7 +69,7 @@ pub fn inspect(path: &Path) -> Result<Report, String> {
             Some("wasi-http"),
             "fits wasi:http/proxy (a standard HTTP component, served like an agent)".to_string(),
         ),
-        Err(reason) => (None, reason),
+        Err(reason) => (None, reason.to_string()),
     };
     Ok(Report {
         path: path.display().to_string(),

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use serde::Serialize;
 
-pub use component::check_component;
+pub use component::{NotAComponent, check_component};
 pub(crate) use entry::digest;
 pub(crate) use load::read_capped;
 pub use load::{Refusal, load_dir, reload_dir};

@@ -72,46 +72,96 @@ fn signature_first(bytes: &[u8]) -> bool {
     read().unwrap_or(false)
 }
 
+/// Why a key pair could not be written or a component signed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignError {
+    /// A key file is already there.
+    #[error("{} exists; keys are never overwritten", .0.display())]
+    Exists(PathBuf),
+    /// A file could not be read or written.
+    #[error("cannot {doing} {}: {source}", path.display())]
+    Io {
+        /// `read` or `write`.
+        doing: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The key file holds no Ed25519 secret key.
+    #[error("{} is not an Ed25519 secret key: {reason}", path.display())]
+    NotSecretKey {
+        /// The key file.
+        path: PathBuf,
+        /// What the key parser said.
+        reason: String,
+    },
+    /// The input is not a component.
+    #[error(transparent)]
+    NotAComponent(#[from] crate::component::NotAComponent),
+    /// The component's sections cannot be read.
+    #[error("cannot parse {}: {reason}", path.display())]
+    Unreadable {
+        /// The input.
+        path: PathBuf,
+        /// What the parser said.
+        reason: String,
+    },
+    /// Signing, or writing the signed bytes, failed.
+    #[error("cannot sign: {0}")]
+    Sign(String),
+}
+
+fn io(doing: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SignError {
+    let path = path.to_path_buf();
+    move |source| SignError::Io {
+        doing,
+        path,
+        source,
+    }
+}
+
 /// Writes a new key pair: `STEM.key` (secret, mode 0600) and `STEM.pub`.
 /// Never overwrites an existing file.
-pub fn keygen(stem: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
-    use anyhow::Context;
+pub fn keygen(stem: &Path) -> Result<(PathBuf, PathBuf), SignError> {
     let pair = KeyPair::generate();
     let secret = stem.with_extension("key");
     let public = stem.with_extension("pub");
     for path in [&secret, &public] {
         if path.exists() {
-            anyhow::bail!("{} exists; keys are never overwritten", path.display());
+            return Err(SignError::Exists(path.clone()));
         }
     }
-    write_new(&secret, pair.sk.to_pem().as_bytes(), 0o600)
-        .with_context(|| format!("cannot write {}", secret.display()))?;
-    write_new(&public, pair.pk.to_pem().as_bytes(), 0o644)
-        .with_context(|| format!("cannot write {}", public.display()))?;
+    write_new(&secret, pair.sk.to_pem().as_bytes(), 0o600).map_err(io("write", &secret))?;
+    write_new(&public, pair.pk.to_pem().as_bytes(), 0o644).map_err(io("write", &public))?;
     Ok((secret, public))
 }
 
 /// Signs the component at `input` with the secret key in `key_file` and
 /// writes the result to `output` (replacing it whole, by a rename, so a
 /// watcher never sees it half-written). Returns the signing key's id.
-pub fn sign(input: &Path, key_file: &Path, output: &Path) -> anyhow::Result<String> {
-    use anyhow::Context;
-    let key_bytes =
-        std::fs::read(key_file).with_context(|| format!("cannot read {}", key_file.display()))?;
-    let secret = SecretKey::from_any(&key_bytes)
-        .map_err(|e| anyhow::anyhow!("{} is not an Ed25519 secret key: {e}", key_file.display()))?;
-    let bytes = std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
-    crate::check_component(&bytes).map_err(anyhow::Error::msg)?;
-    let module = Module::deserialize(&mut Cursor::new(&bytes))
-        .map_err(|e| anyhow::anyhow!("cannot parse {}: {e}", input.display()))?;
+pub fn sign(input: &Path, key_file: &Path, output: &Path) -> Result<String, SignError> {
+    let key_bytes = std::fs::read(key_file).map_err(io("read", key_file))?;
+    let secret = SecretKey::from_any(&key_bytes).map_err(|e| SignError::NotSecretKey {
+        path: key_file.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let bytes = std::fs::read(input).map_err(io("read", input))?;
+    crate::check_component(&bytes)?;
+    let module =
+        Module::deserialize(&mut Cursor::new(&bytes)).map_err(|e| SignError::Unreadable {
+            path: input.to_path_buf(),
+            reason: e.to_string(),
+        })?;
     let signed = secret
         .sign(module, None)
-        .map_err(|e| anyhow::anyhow!("cannot sign: {e}"))?;
+        .map_err(|e| SignError::Sign(e.to_string()))?;
     let mut out = Vec::with_capacity(bytes.len() + 128);
     signed
         .serialize(&mut out)
-        .map_err(|e| anyhow::anyhow!("cannot write the signed component: {e}"))?;
-    replace_file(output, &out).with_context(|| format!("cannot write {}", output.display()))?;
+        .map_err(|e| SignError::Sign(e.to_string()))?;
+    replace_file(output, &out).map_err(io("write", output))?;
     let public = PublicKey {
         pk: secret.sk.public_key(),
         key_id: None,

@@ -5,7 +5,7 @@
 //! function for the request path (where it awaits the callee).
 
 #[allow(unsafe_code)]
-mod generated {
+pub(crate) mod generated {
     pub mod agent {
         wasmtime::component::bindgen!({
             path: "../../wit",
@@ -90,36 +90,3 @@ pub use generated::peers_async::wharf::plugin::peers::{
     CallError as AsyncCallError, Host as PeersAsyncHost,
 };
 pub use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
-
-use wasmtime::component::{HasSelf, Linker};
-
-use super::state::GuestState;
-
-/// Links Wharf's host imports into the linker: `peers` as the async
-/// linker (`asynchronous`) or the load-time one needs it.
-pub(super) fn add_host_to_linker(
-    linker: &mut Linker<GuestState>,
-    asynchronous: bool,
-) -> wasmtime::Result<()> {
-    use generated::agent::wharf::plugin as agent;
-    agent::host::add_to_linker::<GuestState, HasSelf<GuestState>>(linker, |s| s)?;
-    agent::types::add_to_linker::<GuestState, HasSelf<GuestState>>(linker, |s| s)?;
-    agent::streaming::add_to_linker::<GuestState, HasSelf<GuestState>>(linker, |s| s)?;
-    if asynchronous {
-        generated::peers_async::wharf::plugin::peers::add_to_linker::<
-            GuestState,
-            HasSelf<GuestState>,
-        >(linker, |s| s)?;
-    } else {
-        agent::peers::add_to_linker::<GuestState, HasSelf<GuestState>>(linker, |s| s)?;
-    }
-    generated::a2a::wharf::plugin::a2a::add_to_linker::<GuestState, HasSelf<GuestState>>(
-        linker,
-        |s| s,
-    )?;
-    generated::filter::wharf::plugin::filtering::add_to_linker::<GuestState, HasSelf<GuestState>>(
-        linker,
-        |s| s,
-    )?;
-    Ok(())
-}

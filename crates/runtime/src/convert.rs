@@ -103,7 +103,10 @@ pub(super) fn host_owned(name: &HeaderName) -> bool {
 }
 
 /// Validates a guest's response: status, header blob, body size.
-pub fn response_from_guest(resp: GuestResponse, max_body: usize) -> Result<Response, String> {
+pub(crate) fn response_from_guest(
+    resp: GuestResponse,
+    max_body: usize,
+) -> Result<Response, String> {
     let status = StatusCode::from_u16(resp.status)
         .map_err(|_| format!("status {} is not a valid HTTP status", resp.status))?;
     if resp.body.len() > max_body {
@@ -112,40 +115,67 @@ pub fn response_from_guest(resp: GuestResponse, max_body: usize) -> Result<Respo
             resp.body.len()
         ));
     }
-    let headers = decode_headers(Bytes::from(resp.headers))?;
+    let headers = decode_headers(Bytes::from(resp.headers)).map_err(|e| e.to_string())?;
     Ok(Response::new(status, headers, Bytes::from(resp.body)))
+}
+
+/// Why a guest's header blob was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderBlobError {
+    /// The blob is not a MessagePack array.
+    #[error("headers are not a MessagePack array")]
+    NotArray,
+    /// An entry is not an array.
+    #[error("header {0} is not a [name, value] array")]
+    NotPair(u32),
+    /// An entry has other than two elements.
+    #[error("header {0} has {1} elements, expected 2")]
+    PairLength(u32, u32),
+    /// An entry's name is not a string or bytes.
+    #[error("header {0} has no valid name")]
+    NoName(u32),
+    /// An entry's value is not a string or bytes.
+    #[error("header {0} has no valid value")]
+    NoValue(u32),
+    /// A name HTTP does not allow.
+    #[error("header {0} has an invalid name")]
+    BadName(u32),
+    /// A value HTTP does not allow.
+    #[error("header `{0}` has an invalid value")]
+    BadValue(String),
+    /// Bytes after the array.
+    #[error("trailing bytes after the header array")]
+    Trailing,
 }
 
 /// Decodes a header blob; every length is checked against the bytes
 /// present. Values share the blob's allocation instead of being copied.
-pub fn decode_headers(blob: Bytes) -> Result<HeaderMap, String> {
+pub fn decode_headers(blob: Bytes) -> Result<HeaderMap, HeaderBlobError> {
     let mut map = HeaderMap::new();
     if blob.is_empty() {
         return Ok(map);
     }
     let mut buf = &blob[..];
-    let count = rmp::decode::read_array_len(&mut buf)
-        .map_err(|_| "headers are not a MessagePack array".to_string())?;
+    let count = rmp::decode::read_array_len(&mut buf).map_err(|_| HeaderBlobError::NotArray)?;
     // Each pair takes at least 3 bytes: never reserve beyond what is present.
     map.reserve((count as usize).min(buf.len() / 3));
     for i in 0..count {
-        let pair = rmp::decode::read_array_len(&mut buf)
-            .map_err(|_| format!("header {i} is not a [name, value] array"))?;
+        let pair =
+            rmp::decode::read_array_len(&mut buf).map_err(|_| HeaderBlobError::NotPair(i))?;
         if pair != 2 {
-            return Err(format!("header {i} has {pair} elements, expected 2"));
+            return Err(HeaderBlobError::PairLength(i, pair));
         }
-        let name = read_bytes(&mut buf).ok_or_else(|| format!("header {i} has no valid name"))?;
-        let value = read_bytes(&mut buf).ok_or_else(|| format!("header {i} has no valid value"))?;
-        let name =
-            HeaderName::from_bytes(name).map_err(|_| format!("header {i} has an invalid name"))?;
+        let name = read_bytes(&mut buf).ok_or(HeaderBlobError::NoName(i))?;
+        let value = read_bytes(&mut buf).ok_or(HeaderBlobError::NoValue(i))?;
+        let name = HeaderName::from_bytes(name).map_err(|_| HeaderBlobError::BadName(i))?;
         let value = HeaderValue::from_maybe_shared(blob.slice_ref(value))
-            .map_err(|_| format!("header `{name}` has an invalid value"))?;
+            .map_err(|_| HeaderBlobError::BadValue(name.to_string()))?;
         if !host_owned(&name) {
             map.append(name, value);
         }
     }
     if !buf.is_empty() {
-        return Err("trailing bytes after the header array".into());
+        return Err(HeaderBlobError::Trailing);
     }
     Ok(map)
 }

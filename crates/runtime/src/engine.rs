@@ -61,7 +61,7 @@ impl Default for EngineSettings {
 }
 
 /// Builds the engine, trying the pooling allocator first when asked.
-pub fn build(settings: &EngineSettings) -> wasmtime::Result<(Engine, Allocation)> {
+pub(crate) fn build(settings: &EngineSettings) -> wasmtime::Result<(Engine, Allocation)> {
     if settings.pooling {
         let mut config = base_config(settings);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool(settings)));

@@ -214,7 +214,8 @@ async fn exchange(
                     }
                     let started = sink
                         .start(parts.status, head)
-                        .and_then(|()| sink.write(gathered.split().freeze()));
+                        .and_then(|()| sink.write(gathered.split().freeze()))
+                        .map_err(|e| e.to_string());
                     if let Err(why) = started {
                         return (None, Err(CallError::InvalidResponse(why)));
                     }
@@ -237,7 +238,7 @@ async fn exchange(
             }
         };
         let written = match streaming {
-            Some(sink) => sink.write(chunk),
+            Some(sink) => sink.write(chunk).map_err(|e| e.to_string()),
             None => gather(&mut gathered, chunk, limit),
         };
         if let Err(why) = written {

@@ -25,7 +25,7 @@ use wasmtime::component::{Component, Linker};
 pub use bindings::{Card, Health, Skill};
 pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
 pub use call::{AgentImage, CallError, Exports, Live, watched};
-pub use convert::{decode_headers, encode_headers};
+pub use convert::{HeaderBlobError, decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
 #[cfg(feature = "fuzzing")]
 pub use filter::fuzz_verdict;
@@ -104,21 +104,57 @@ pub struct Runtime {
     cache: Option<ArtifactCache>,
 }
 
+/// Why the WebAssembly engine could not be made (the settings, or the
+/// memory the pooling allocator reserves).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct EngineError(String);
+
+/// Why a component cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ComponentError {
+    /// Cranelift, or the compile cache, refused it.
+    #[error("{0}")]
+    Compile(String),
+    /// It imports what Wharf does not provide.
+    #[error("it needs imports Wharf does not provide: {0}")]
+    Imports(String),
+    /// It links for synchronous calls but not for async ones.
+    #[error("it cannot be linked for async calls: {0}")]
+    AsyncLink(String),
+    /// Its exports fit none of the worlds Wharf serves.
+    #[error(
+        "it fits none of the agent world ({agent}), the filter world ({filter}) or wasi:http/proxy ({http})"
+    )]
+    NoWorld {
+        /// Why it is not an agent.
+        agent: String,
+        /// Why it is not a filter.
+        filter: String,
+        /// Why it is not a wasi:http/proxy component.
+        http: String,
+    },
+}
+
 impl Runtime {
     /// Builds the engine (pooling when it can), starts the epoch ticker and
     /// links the host imports and WASI.
-    pub fn new(settings: &EngineSettings) -> wasmtime::Result<Runtime> {
+    pub fn new(settings: &EngineSettings) -> Result<Runtime, EngineError> {
+        Self::build(settings).map_err(|e| EngineError(format!("{e:#}")))
+    }
+
+    fn build(settings: &EngineSettings) -> wasmtime::Result<Runtime> {
         engine::compile_in_background();
         let (engine, allocation) = engine::build(settings)?;
         engine::start_ticker(&engine);
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
-        bindings::add_host_to_linker(&mut linker, false)?;
+        add_host_to_linker(&mut linker, false)?;
         let mut linker_async = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker_async)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker_async)?;
-        bindings::add_host_to_linker(&mut linker_async, true)?;
+        add_host_to_linker(&mut linker_async, true)?;
         Ok(Runtime {
             engine,
             linker,
@@ -157,7 +193,7 @@ impl Runtime {
 
     /// Compiles a component (Cranelift), or loads it from the cache. Slow
     /// for large guests when not cached: call once.
-    pub fn compile(&self, bytes: &[u8]) -> Result<(Component, CacheOutcome), String> {
+    pub fn compile(&self, bytes: &[u8]) -> Result<(Component, CacheOutcome), ComponentError> {
         let sha256 = match &self.cache {
             Some(_) => sha2::Sha256::digest(bytes).into(),
             None => [0; 32],
@@ -171,27 +207,27 @@ impl Runtime {
         &self,
         bytes: &[u8],
         sha256: &[u8; 32],
-    ) -> Result<(Component, CacheOutcome), String> {
+    ) -> Result<(Component, CacheOutcome), ComponentError> {
         match &self.cache {
             Some(cache) => cache.compile(&self.engine, bytes, sha256),
             None => Component::new(&self.engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
         }
-        .map_err(|e| format!("{e:#}"))
+        .map_err(|e| ComponentError::Compile(format!("{e:#}")))
     }
 
     /// Type-checks imports against the linker and exports against the worlds.
-    pub fn prepare(&self, component: &Component) -> Result<Prepared, String> {
+    pub fn prepare(&self, component: &Component) -> Result<Prepared, ComponentError> {
         let pre = self
             .linker
             .instantiate_pre(component)
-            .map_err(|e| format!("it needs imports Wharf does not provide: {e:#}"))?;
+            .map_err(|e| ComponentError::Imports(format!("{e:#}")))?;
         let as_agent = match bindings::AgentPre::new(pre.clone()) {
             Ok(sync) => {
                 let asynchronous = self
                     .linker_async
                     .instantiate_pre(component)
                     .and_then(bindings::AgentPre::new)
-                    .map_err(|e| format!("it cannot be linked for async calls: {e:#}"))?;
+                    .map_err(|e| ComponentError::AsyncLink(format!("{e:#}")))?;
                 return Ok(Prepared::Agent(AgentPres { sync, asynchronous }));
             }
             Err(e) => e,
@@ -202,7 +238,7 @@ impl Runtime {
                     .linker_async
                     .instantiate_pre(component)
                     .and_then(bindings::FilterPre::new)
-                    .map_err(|e| format!("it cannot be linked for async calls: {e:#}"))?;
+                    .map_err(|e| ComponentError::AsyncLink(format!("{e:#}")))?;
                 return Ok(Prepared::Filter(FilterPres { sync, asynchronous }));
             }
             Err(e) => e,
@@ -213,15 +249,16 @@ impl Runtime {
                     .linker_async
                     .instantiate_pre(component)
                     .and_then(bindings::ProxyPre::new)
-                    .map_err(|e| format!("it cannot be linked for async calls: {e:#}"))?;
+                    .map_err(|e| ComponentError::AsyncLink(format!("{e:#}")))?;
                 return Ok(Prepared::Http(HttpPre(asynchronous)));
             }
             Err(e) => e,
         };
-        Err(format!(
-            "it fits none of the agent world ({as_agent:#}), the filter world ({as_filter:#}) \
-             or wasi:http/proxy ({as_http:#})"
-        ))
+        Err(ComponentError::NoWorld {
+            agent: format!("{as_agent:#}"),
+            filter: format!("{as_filter:#}"),
+            http: format!("{as_http:#}"),
+        })
     }
 
     /// An agent ready to serve, with its identity and limits.
@@ -284,4 +321,32 @@ impl std::fmt::Debug for Runtime {
             .field("allocation", &self.allocation)
             .finish_non_exhaustive()
     }
+}
+
+/// Links Wharf's host imports into the linker: `peers` as the async
+/// linker (`asynchronous`) or the load-time one needs it.
+fn add_host_to_linker(linker: &mut Linker<GuestState>, asynchronous: bool) -> wasmtime::Result<()> {
+    use bindings::generated;
+    use generated::agent::wharf::plugin as agent;
+    use wasmtime::component::HasSelf;
+    agent::host::add_to_linker::<GuestState, HasSelf<GuestState>>(linker, |s| s)?;
+    agent::types::add_to_linker::<GuestState, HasSelf<GuestState>>(linker, |s| s)?;
+    agent::streaming::add_to_linker::<GuestState, HasSelf<GuestState>>(linker, |s| s)?;
+    if asynchronous {
+        generated::peers_async::wharf::plugin::peers::add_to_linker::<
+            GuestState,
+            HasSelf<GuestState>,
+        >(linker, |s| s)?;
+    } else {
+        agent::peers::add_to_linker::<GuestState, HasSelf<GuestState>>(linker, |s| s)?;
+    }
+    generated::a2a::wharf::plugin::a2a::add_to_linker::<GuestState, HasSelf<GuestState>>(
+        linker,
+        |s| s,
+    )?;
+    generated::filter::wharf::plugin::filtering::add_to_linker::<GuestState, HasSelf<GuestState>>(
+        linker,
+        |s| s,
+    )?;
+    Ok(())
 }

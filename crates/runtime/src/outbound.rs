@@ -111,7 +111,7 @@ async fn send(
     }
     let addrs = wharf_core::egress::resolve(&host, port, &policy.allow)
         .await
-        .map_err(Refusal::Denied)?;
+        .map_err(|e| Refusal::Denied(e.to_string()))?;
     let timeout = policy.timeout;
     let stream = connect(&addrs, timeout).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))

@@ -79,7 +79,10 @@ fn publish(state: &GuestState, topic: &str, payload: Vec<u8>) -> Result<u32, Str
         ));
     };
     let from = reach.path.last().map_or("", |a| a);
-    let queued = reach.peers.publish(from, topic, Bytes::from(payload))?;
+    let queued = reach
+        .peers
+        .publish(from, topic, Bytes::from(payload))
+        .map_err(|e| e.to_string())?;
     Ok(u32::try_from(queued).unwrap_or(u32::MAX))
 }
 
@@ -100,7 +103,7 @@ fn neutral_request(req: OwnedRequest) -> Result<Request, (u16, String)> {
     if let Some(query) = head.get("query") {
         out.query = query.clone();
     }
-    out.headers = decode_headers(Bytes::from(req.headers)).map_err(bad)?;
+    out.headers = decode_headers(Bytes::from(req.headers)).map_err(|e| bad(e.to_string()))?;
     out.body = Bytes::from(req.body);
     Ok(out)
 }

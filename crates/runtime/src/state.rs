@@ -43,7 +43,7 @@ pub struct GuestState {
     /// Whether the current call may yield to the async executor at a tick.
     pub(crate) may_yield: bool,
     /// The A2A turn the current call runs, when it runs one.
-    pub(crate) turn: Option<super::turn::TurnScope>,
+    pub(crate) turn: Option<TurnScope>,
     /// Set when the current call is canceled: checked at every epoch tick.
     pub(crate) cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// Where the current `handle` call may stream its answer.
@@ -236,6 +236,12 @@ impl ResourceLimiter for MemoryLimiter {
     fn memories(&self) -> usize {
         self.limits.memories()
     }
+}
+
+/// What the turn has reported so far, kept in the store while it runs.
+pub(crate) struct TurnScope {
+    pub(crate) events: tokio::sync::mpsc::UnboundedSender<wharf_core::request::TurnEvent>,
+    pub(crate) reported: u32,
 }
 
 #[cfg(test)]

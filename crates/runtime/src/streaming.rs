@@ -14,13 +14,13 @@ impl StreamingHost for GuestState {
         let sink = self.sink.as_ref().ok_or_else(outside_handle)?;
         let status = StatusCode::from_u16(status)
             .map_err(|_| format!("status {status} is not a valid HTTP status"))?;
-        let headers = decode_headers(Bytes::from(headers))?;
-        sink.start(status, headers)
+        let headers = decode_headers(Bytes::from(headers)).map_err(|e| e.to_string())?;
+        sink.start(status, headers).map_err(|e| e.to_string())
     }
 
     fn write(&mut self, chunk: Vec<u8>) -> Result<(), String> {
         let sink = self.sink.as_ref().ok_or_else(outside_handle)?;
-        sink.write(Bytes::from(chunk))
+        sink.write(Bytes::from(chunk)).map_err(|e| e.to_string())
     }
 }
 

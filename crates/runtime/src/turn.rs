@@ -44,7 +44,7 @@ impl Live {
         self.begin(req, true);
         {
             let data = self.store.data_mut();
-            data.turn = Some(TurnScope {
+            data.turn = Some(super::state::TurnScope {
                 events: turn.events.clone(),
                 reported: 0,
             });
@@ -103,12 +103,6 @@ impl Live {
         let _ = turn.events.send(finished);
         Ok(())
     }
-}
-
-/// What the turn has reported so far, kept in the store while it runs.
-pub(crate) struct TurnScope {
-    events: tokio::sync::mpsc::UnboundedSender<TurnEvent>,
-    reported: u32,
 }
 
 impl GuestState {

@@ -8,10 +8,9 @@ use std::sync::mpsc::SyncSender;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::{Client, NoTls, Statement};
 
-use crate::postgres::{Connector, pg};
-use crate::sqlite::{Live, now_ms};
+use crate::store::{Live, now_ms};
 use crate::store::{Retention, StoreError, WAITING};
 
 /// How often a node applies retention, writing or idle. Every node
@@ -242,4 +241,36 @@ impl PgWriter {
         }
         Ok(deleted)
     }
+}
+
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Opens connections to one database, again when one is lost.
+#[derive(Clone)]
+pub(crate) struct Connector {
+    pub(crate) url: String,
+}
+
+impl Connector {
+    pub(crate) async fn connect(&self) -> Result<Client, StoreError> {
+        let connecting = tokio_postgres::connect(&self.url, NoTls);
+        let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, connecting)
+            .await
+            .map_err(|_| StoreError::Database("PostgreSQL did not answer in time".into()))?
+            .map_err(pg)?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(error = %e, "a PostgreSQL connection closed");
+            }
+        });
+        Ok(client)
+    }
+}
+
+pub(crate) fn pg(e: tokio_postgres::Error) -> StoreError {
+    StoreError::Database(match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => e.to_string(),
+    })
 }

@@ -13,15 +13,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls};
 
-use crate::pg_writer::{Op, PgWriter, PushWrite, TaskWrite};
-use crate::sqlite::{Live, now_ms};
+use crate::pg_writer::{Connector, Op, PgWriter, PushWrite, TaskWrite, pg};
 use crate::store::{
     Durability, ListQuery, Retention, StoreError, TaskPage, TaskStore, Written, decode,
     decode_push, decode_token, enqueue, key, page,
 };
+use crate::store::{Live, now_ms};
 use wharf_a2a_model::Task;
 use wharf_a2a_model::TaskPushNotificationConfig;
 
@@ -56,9 +56,6 @@ CREATE TABLE IF NOT EXISTS wharf_push_configs (
 );
 ";
 
-/// How long a connection attempt may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// How a PostgreSQL store runs.
 #[derive(Debug, Clone)]
 pub struct PgOptions {
@@ -70,35 +67,6 @@ pub struct PgOptions {
     pub retention: Retention,
     /// Most writes committed in one transaction.
     pub batch_max: usize,
-}
-
-/// Opens connections to one database, again when one is lost.
-#[derive(Clone)]
-pub(crate) struct Connector {
-    url: String,
-}
-
-impl Connector {
-    pub(crate) async fn connect(&self) -> Result<Client, StoreError> {
-        let connecting = tokio_postgres::connect(&self.url, NoTls);
-        let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, connecting)
-            .await
-            .map_err(|_| StoreError::Database("PostgreSQL did not answer in time".into()))?
-            .map_err(pg)?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!(error = %e, "a PostgreSQL connection closed");
-            }
-        });
-        Ok(client)
-    }
-}
-
-pub(crate) fn pg(e: tokio_postgres::Error) -> StoreError {
-    StoreError::Database(match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.code().code(), db.message()),
-        None => e.to_string(),
-    })
 }
 
 /// A task store in a PostgreSQL database shared by the nodes of a cluster.

@@ -8,9 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use dashmap::DashMap;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params, params_from_iter};
 
@@ -18,7 +17,8 @@ use crate::store::{
     Durability, ListQuery, StoreError, StoreOptions, TaskPage, TaskStore, Written, decode,
     decode_push, decode_token, enqueue, key, page,
 };
-use crate::writer::{Counts, Op, PushOp, Put, Writer, count_tasks};
+use crate::store::{Live, TERMINAL, now_ms};
+use crate::writer::{Counts, Op, PushOp, Put, Writer, count_tasks, db};
 use wharf_a2a_model::TaskPushNotificationConfig;
 use wharf_a2a_model::{Task, TaskState};
 
@@ -50,13 +50,8 @@ CREATE TABLE IF NOT EXISTS push_configs (
 PRAGMA user_version = 3;
 ";
 
-/// States a task leaves no more: the only ones retention deletes.
-pub(crate) const TERMINAL: &str = "state IN (3, 4, 5, 7)";
-
 /// Most idle read connections kept.
 const MAX_IDLE_READERS: usize = 8;
-
-pub(crate) type Live = DashMap<String, (u64, Arc<Task>)>;
 
 /// A task store in one SQLite file.
 pub struct SqliteStore {
@@ -76,16 +71,6 @@ pub struct SqliteStore {
     writer: Option<JoinHandle<()>>,
     /// Saves whose commit failed (each is also logged).
     pub failed_writes: Arc<AtomicU64>,
-}
-
-pub(crate) fn db(e: rusqlite::Error) -> StoreError {
-    StoreError::Database(e.to_string())
-}
-
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl SqliteStore {

@@ -5,8 +5,11 @@
 //! [`crate::PgStore`] the one several nodes share.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
+use dashmap::DashMap;
 use tokio::sync::oneshot;
 
 use wharf_a2a_model::TaskPushNotificationConfig;
@@ -278,4 +281,17 @@ pub(crate) fn decode_token(token: &str) -> Result<(i64, i64), StoreError> {
         (Ok(ms), Ok(position)) => Ok((ms, position)),
         _ => Err(StoreError::InvalidPageToken),
     }
+}
+
+/// States a task leaves no more: the only ones retention deletes.
+pub(crate) const TERMINAL: &str = "state IN (3, 4, 5, 7)";
+
+/// Tasks in memory by key: saved and not yet known committed, or unfinished.
+pub(crate) type Live = DashMap<String, (u64, Arc<Task>)>;
+
+/// Milliseconds since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -13,7 +13,7 @@ use dashmap::DashMap;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
-use crate::sqlite::{Live, TERMINAL, db, now_ms};
+use crate::store::{Live, TERMINAL, now_ms};
 use crate::store::{Retention, StoreError, WAITING, key};
 use wharf_a2a_model::TaskState;
 
@@ -316,4 +316,9 @@ impl Writer {
         }
         Ok(removed.len() as u64)
     }
+}
+
+/// A SQLite error as the store reports it.
+pub(crate) fn db(e: rusqlite::Error) -> StoreError {
+    StoreError::Database(e.to_string())
 }

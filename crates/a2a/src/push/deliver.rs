@@ -138,7 +138,7 @@ impl Worker {
         let addrs =
             wharf_core::egress::resolve(&self.webhook.host, self.webhook.port, &self.policy.allow)
                 .await
-                .map_err(Failure::Retry)?;
+                .map_err(|e| Failure::Retry(e.to_string()))?;
         let mut last = String::new();
         let mut stream = None;
         for addr in addrs {

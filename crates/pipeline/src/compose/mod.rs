@@ -21,7 +21,7 @@ pub use flow::run;
 use crate::topics::{Deliver, Event, Watch, sse_frame};
 use crate::{Pipeline, PipelineError};
 use wharf_core::metrics::{Metrics, counter, histogram};
-use wharf_core::request::{Body, Hop, PeerError, Peers, Request, Response};
+use wharf_core::request::{Body, Hop, PeerError, Peers, PublishError, Request, Response};
 
 type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -195,12 +195,12 @@ impl Peers for Link {
         })
     }
 
-    fn publish(&self, from: &str, topic: &str, payload: Bytes) -> Result<usize, String> {
-        let pipeline = self.pipeline.upgrade().ok_or("the host is shutting down")?;
+    fn publish(&self, from: &str, topic: &str, payload: Bytes) -> Result<usize, PublishError> {
+        let pipeline = self.pipeline.upgrade().ok_or(PublishError::ShuttingDown)?;
         let route = pipeline
             .lookup(from)
-            .ok_or_else(|| format!("`{from}` is not loaded"))?;
-        crate::topics::check_topic(topic).map_err(|e| e.to_string())?;
+            .ok_or_else(|| PublishError::NotLoaded(from.to_string()))?;
+        crate::topics::check_topic(topic).map_err(|e| PublishError::Refused(e.to_string()))?;
         let allowed = route
             .core
             .policy
@@ -209,14 +209,15 @@ impl Peers for Link {
             // Checked when the configuration was parsed.
             .any(|p| crate::topics::matches(p, topic));
         if !allowed {
-            return Err(format!(
-                "`{from}` may not publish to `{topic}`: no pattern in its `publishes` matches it"
-            ));
+            return Err(PublishError::NotAllowed {
+                from: from.to_string(),
+                topic: topic.to_string(),
+            });
         }
         pipeline
             .bus()
             .publish(topic, payload)
-            .map_err(|e| e.to_string())
+            .map_err(|e| PublishError::Refused(e.to_string()))
     }
 }
 

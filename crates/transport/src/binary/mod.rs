@@ -86,7 +86,7 @@ pub struct Listeners {
 
 impl Listeners {
     /// Binds what the `binary` block names.
-    pub async fn bind(config: &Binary) -> Result<Listeners, String> {
+    pub async fn bind(config: &Binary) -> Result<Listeners, BindError> {
         let unix = match &config.unix {
             Some(socket) => Some((bind_unix(socket)?, socket.path.clone())),
             None => None,
@@ -95,7 +95,7 @@ impl Listeners {
             Some(addr) => Some(
                 TcpListener::bind(addr)
                     .await
-                    .map_err(|e| format!("cannot listen on {addr}: {e}"))?,
+                    .map_err(|e| io("listen on", addr.to_string(), e))?,
             ),
             None => None,
         };
@@ -219,28 +219,57 @@ async fn accept(
     }
 }
 
+/// Why the binary transport's listeners could not be bound.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// A file-system or socket call failed.
+    #[error("cannot {doing} {place}: {source}")]
+    Io {
+        /// What was being done.
+        doing: &'static str,
+        /// The path or address.
+        place: String,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another process listens on the socket path.
+    #[error("{} is in use: another process is listening on it", .0.display())]
+    InUse(PathBuf),
+    /// Something other than a socket is at the path.
+    #[error("{} exists and is not a socket; Wharf does not replace it", .0.display())]
+    NotASocket(PathBuf),
+    /// The socket's owner names no user or group here.
+    #[error(transparent)]
+    Owner(#[from] wharf_config::SettingError),
+}
+
+fn io(doing: &'static str, place: String, source: std::io::Error) -> BindError {
+    BindError::Io {
+        doing,
+        place,
+        source,
+    }
+}
+
 /// Binds the Unix socket: a socket file nobody listens on is replaced,
 /// any other existing file is an error; then mode and owner are set.
-fn bind_unix(socket: &UnixSocket) -> Result<UnixListener, String> {
+fn bind_unix(socket: &UnixSocket) -> Result<UnixListener, BindError> {
     let path = &socket.path;
     let shown = path.display();
     match std::fs::symlink_metadata(path) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-        Err(err) => return Err(format!("cannot look at {shown}: {err}")),
+        Err(err) => return Err(io("look at", shown.to_string(), err)),
         Ok(meta) if meta.file_type().is_socket() => {
             if std::os::unix::net::UnixStream::connect(path).is_ok() {
-                return Err(format!(
-                    "{shown} is in use: another process is listening on it"
-                ));
+                return Err(BindError::InUse(path.clone()));
             }
             std::fs::remove_file(path)
-                .map_err(|e| format!("cannot remove the stale socket {shown}: {e}"))?;
+                .map_err(|e| io("remove the stale socket", shown.to_string(), e))?;
             tracing::info!(path = %shown, "replaced a stale socket file");
         }
         Ok(_) => {
-            return Err(format!(
-                "{shown} exists and is not a socket; Wharf does not replace it"
-            ));
+            return Err(BindError::NotASocket(path.clone()));
         }
     }
     // Bound in a directory only this process can enter, given its mode
@@ -253,19 +282,19 @@ fn bind_unix(socket: &UnixSocket) -> Result<UnixListener, String> {
     let private = tempfile::Builder::new()
         .prefix(".wharf-socket-")
         .tempdir_in(parent)
-        .map_err(|e| format!("cannot prepare {shown}: {e}"))?;
+        .map_err(|e| io("prepare", shown.to_string(), e))?;
     let staged = private.path().join("socket");
     let listener =
-        UnixListener::bind(&staged).map_err(|e| format!("cannot listen on {shown}: {e}"))?;
+        UnixListener::bind(&staged).map_err(|e| io("listen on", shown.to_string(), e))?;
     if let Some(mode) = socket.mode {
         std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))
-            .map_err(|e| format!("cannot set the mode of {shown}: {e}"))?;
+            .map_err(|e| io("set the mode of", shown.to_string(), e))?;
     }
     if let Some(owner) = &socket.owner {
         let (uid, gid) = owner.resolve()?;
         std::os::unix::fs::chown(&staged, uid, gid)
-            .map_err(|e| format!("cannot give {shown} to `{owner}`: {e}"))?;
+            .map_err(|e| io("give", format!("{shown} to `{owner}`"), e))?;
     }
-    std::fs::rename(&staged, path).map_err(|e| format!("cannot listen on {shown}: {e}"))?;
+    std::fs::rename(&staged, path).map_err(|e| io("listen on", shown.to_string(), e))?;
     Ok(listener)
 }
