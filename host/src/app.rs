@@ -41,26 +41,38 @@ pub enum CacheError {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("cannot create the WebAssembly engine: {0}")]
+    /// The engine could not be made.
     Engine(#[from] crate::runtime::EngineError),
     #[error("cannot load agents: {0}")]
+    /// The agents directory could not be read.
     Agents(std::io::Error),
     #[error(transparent)]
+    /// A setting cannot be used here (the task store's place, say).
     Setting(#[from] crate::config::SettingError),
     #[error(transparent)]
+    /// The compile cache cannot be used.
     Cache(CacheError),
     #[error("cannot open the audit log: {0}")]
+    /// The audit log cannot be opened.
     Audit(std::io::Error),
     #[error("the task store: {0}")]
+    /// The task store cannot be opened.
     Tasks(#[from] wharf_tasks::StoreError),
     #[error("the task store could not be opened: {0}")]
+    /// The thread opening the task store failed.
     TasksJoin(#[from] tokio::task::JoinError),
     #[error("binary transport: {0}")]
+    /// The binary transport's listeners cannot be bound.
     Binary(#[from] crate::transport::binary::BindError),
     #[error("cluster: {0}")]
+    /// The cluster cannot be joined.
     Cluster(#[from] crate::cluster::ClusterError),
     #[error("cannot listen on {addr}: {source}")]
+    /// The HTTP listener cannot be bound.
     Listen {
+        /// The address.
         addr: SocketAddr,
+        /// What the system said.
         source: std::io::Error,
     },
 }
@@ -137,8 +149,11 @@ async fn open_tasks(config: &Config, metrics: &Metrics) -> Result<Arc<A2a>, Star
 
 /// A loaded, bound, not-yet-serving Wharf.
 pub struct App {
+    /// The configuration it started with.
     pub config: Config,
+    /// The WebAssembly runtime.
     pub runtime: Arc<Runtime>,
+    /// What every transport shares.
     pub state: Arc<AppState>,
     listener: TcpListener,
     binary: Option<transport::binary::Listeners>,

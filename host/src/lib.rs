@@ -11,6 +11,8 @@
 //! `wharf-config`. They are re-exported here under the names the tests,
 //! benches and fuzz targets use.
 
+#![deny(missing_docs)]
+
 pub mod app;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -11,26 +11,35 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+/// An agent's self-description (A2A section 8): who it is, where and how it is reached, what it can do.
 pub struct AgentCard {
+    /// The agent's name.
     pub name: String,
+    /// What the agent does.
     pub description: String,
     #[serde(alias = "supported_interfaces")]
+    /// Where and over which binding it is served, preferred first.
     pub supported_interfaces: Vec<AgentInterface>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Who provides it.
     pub provider: Option<AgentProvider>,
+    /// The agent's own version.
     pub version: String,
     #[serde(
         default,
         alias = "documentation_url",
         skip_serializing_if = "Option::is_none"
     )]
+    /// Where its documentation is.
     pub documentation_url: Option<String>,
+    /// The optional protocol features it supports.
     pub capabilities: AgentCapabilities,
     #[serde(
         default,
         alias = "security_schemes",
         skip_serializing_if = "Map::is_empty"
     )]
+    /// The security schemes its requirements name, by name.
     pub security_schemes: Map<String, Value>,
     #[serde(
         default,
@@ -38,15 +47,21 @@ pub struct AgentCard {
         alias = "security",
         skip_serializing_if = "Vec::is_empty"
     )]
+    /// Which schemes a client must satisfy.
     pub security_requirements: Vec<Value>,
     #[serde(alias = "default_input_modes")]
+    /// Media types it accepts unless a skill says otherwise.
     pub default_input_modes: Vec<String>,
     #[serde(alias = "default_output_modes")]
+    /// Media types it answers with unless a skill says otherwise.
     pub default_output_modes: Vec<String>,
+    /// What it can do.
     pub skills: Vec<AgentSkill>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// JWS signatures of the card.
     pub signatures: Vec<Value>,
     #[serde(default, alias = "icon_url", skip_serializing_if = "Option::is_none")]
+    /// An icon for people.
     pub icon_url: Option<String>,
 }
 
@@ -55,62 +70,83 @@ pub struct AgentCard {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInterface {
+    /// The interface's URL.
     pub url: String,
     #[serde(alias = "protocol_binding")]
+    /// `JSONRPC`, `HTTP+JSON` or `GRPC`.
     pub protocol_binding: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// The tenant to name in requests, when the server hosts several.
     pub tenant: String,
     #[serde(alias = "protocol_version")]
+    /// The A2A version spoken there.
     pub protocol_version: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+/// The organization that provides an agent.
 pub struct AgentProvider {
+    /// Its website.
     pub url: String,
+    /// Its name.
     pub organization: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+/// The optional protocol features an agent supports.
 pub struct AgentCapabilities {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Streaming answers (`SendStreamingMessage`, `SubscribeToTask`).
     pub streaming: Option<bool>,
     #[serde(
         default,
         alias = "push_notifications",
         skip_serializing_if = "Option::is_none"
     )]
+    /// Push notifications to webhooks.
     pub push_notifications: Option<bool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The protocol extensions it supports.
     pub extensions: Vec<Value>,
     #[serde(
         default,
         alias = "extended_agent_card",
         skip_serializing_if = "Option::is_none"
     )]
+    /// An extended card for authenticated clients.
     pub extended_agent_card: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+/// One thing an agent can do.
 pub struct AgentSkill {
+    /// The skill's id, unique within the card.
     pub id: String,
+    /// The skill's name.
     pub name: String,
+    /// What the skill does, for people and for clients choosing an agent.
     pub description: String,
     #[serde(default)]
+    /// Keywords that describe it.
     pub tags: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Example requests it handles.
     pub examples: Vec<String>,
     #[serde(default, alias = "input_modes", skip_serializing_if = "Vec::is_empty")]
+    /// Media types it accepts, when they differ from the card's defaults.
     pub input_modes: Vec<String>,
     #[serde(default, alias = "output_modes", skip_serializing_if = "Vec::is_empty")]
+    /// Media types it answers with, when they differ from the card's defaults.
     pub output_modes: Vec<String>,
     #[serde(
         default,
         alias = "security_requirements",
         skip_serializing_if = "Vec::is_empty"
     )]
+    /// Security requirements for this skill alone.
     pub security_requirements: Vec<Value>,
 }
 

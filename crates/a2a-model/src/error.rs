@@ -12,24 +12,39 @@ pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum A2aErrorKind {
     // JSON-RPC 2.0's own.
+    /// The request is not valid JSON.
     JsonParse,
+    /// The request is not a valid JSON-RPC request.
     InvalidRequest,
+    /// No such method.
     MethodNotFound,
+    /// The method's parameters are not valid.
     InvalidParams,
+    /// The server failed.
     Internal,
     // A2A-specific (-32001 … -32009).
+    /// No such task (or not the caller's).
     TaskNotFound,
+    /// The task cannot be canceled in its state.
     TaskNotCancelable,
+    /// The agent does not send push notifications.
     PushNotificationNotSupported,
+    /// The operation is not supported.
     UnsupportedOperation,
+    /// A media type the agent does not handle.
     ContentTypeNotSupported,
+    /// The agent answered something the protocol does not allow.
     InvalidAgentResponse,
+    /// No extended agent card is configured.
     ExtendedAgentCardNotConfigured,
+    /// The request needs an extension the client did not declare.
     ExtensionSupportRequired,
+    /// An A2A version the server does not speak.
     VersionNotSupported,
 }
 
 impl A2aErrorKind {
+    /// Every kind, in the specification's order.
     pub const ALL: [A2aErrorKind; 14] = [
         A2aErrorKind::JsonParse,
         A2aErrorKind::InvalidRequest,
@@ -122,10 +137,12 @@ impl A2aErrorKind {
         }
     }
 
+    /// The JSON-RPC error code (A2A section 5.4).
     pub fn jsonrpc_code(self) -> i64 {
         self.row().0
     }
 
+    /// The HTTP status of the HTTP+JSON binding.
     pub fn http_status(self) -> u16 {
         self.row().1
     }
@@ -141,6 +158,7 @@ impl A2aErrorKind {
         Some(self.row().3).filter(|r| !r.is_empty())
     }
 
+    /// The message the specification gives the error.
     pub fn standard_message(self) -> &'static str {
         self.row().4
     }
@@ -149,7 +167,9 @@ impl A2aErrorKind {
 /// An error with its message and context.
 #[derive(Debug, Clone, PartialEq)]
 pub struct A2aError {
+    /// Which error.
     pub kind: A2aErrorKind,
+    /// What happened, for the client.
     pub message: String,
     /// `ErrorInfo.metadata` (A2A errors) or `data` (JSON-RPC's own).
     pub metadata: Map<String, Value>,
@@ -165,6 +185,7 @@ impl A2aError {
         }
     }
 
+    /// This error with `message` instead of the standard one.
     pub fn message(mut self, message: impl Into<String>) -> A2aError {
         self.message = message.into();
         self

@@ -3,6 +3,8 @@
 //! configs, and the settings a task store keeps tasks with. Plain data with
 //! serde; no I/O.
 
+#![deny(missing_docs)]
+
 mod card;
 mod error;
 mod keeping;

@@ -17,11 +17,15 @@ use crate::params::now_timestamp;
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
     #[serde(alias = "task_id")]
+    /// The task.
     pub task_id: String,
     #[serde(alias = "context_id")]
+    /// The task's context.
     pub context_id: String,
+    /// Its new status.
     pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data.
     pub metadata: Option<Map<String, Value>>,
 }
 
@@ -30,16 +34,21 @@ pub struct TaskStatusUpdateEvent {
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
     #[serde(alias = "task_id")]
+    /// The task.
     pub task_id: String,
     #[serde(alias = "context_id")]
+    /// The task's context.
     pub context_id: String,
+    /// The artifact, or the chunk of it.
     pub artifact: Artifact,
     /// The parts extend the artifact of the same id sent before.
     #[serde(default)]
     pub append: bool,
     #[serde(default, alias = "last_chunk")]
+    /// Whether this is the artifact's last chunk.
     pub last_chunk: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data.
     pub metadata: Option<Map<String, Value>>,
 }
 
@@ -47,9 +56,13 @@ pub struct TaskArtifactUpdateEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum StreamResponse {
+    /// The task as it stands.
     Task(Task),
+    /// A message from the agent.
     Message(Message),
+    /// A change of the task's status.
     StatusUpdate(TaskStatusUpdateEvent),
+    /// A new artifact, or a chunk of one.
     ArtifactUpdate(TaskArtifactUpdateEvent),
 }
 

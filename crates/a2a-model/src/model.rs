@@ -11,15 +11,21 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
+    /// The task's id, made by the server.
     pub id: String,
     #[serde(default, alias = "context_id")]
+    /// The context the task belongs to: related tasks and messages share it.
     pub context_id: String,
+    /// Its current status.
     pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// What the agent produced.
     pub artifacts: Vec<Artifact>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The messages exchanged so far, oldest first.
     pub history: Vec<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data, as the agent gave it.
     pub metadata: Option<Map<String, Value>>,
     /// Whose task this is: the caller's identity as the host derived it
     /// (empty for the anonymous scope). Host-side only: never serialized,
@@ -32,8 +38,10 @@ pub struct Task {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatus {
+    /// The state.
     pub state: TaskState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// What the agent said with it (for example the question of `input-required`).
     pub message: Option<Message>,
     /// ISO 8601, UTC (`2026-11-22T10:00:00.000Z`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,18 +51,28 @@ pub struct TaskStatus {
 /// The lifecycle states of a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TaskState {
+    /// No state given.
     Unspecified,
+    /// Accepted, not started.
     Submitted,
+    /// The agent is working on it.
     Working,
+    /// Finished with success.
     Completed,
+    /// Finished with an error.
     Failed,
+    /// Canceled before it finished.
     Canceled,
+    /// Waiting for the client's next message.
     InputRequired,
+    /// Refused by the agent.
     Rejected,
+    /// Waiting for the client to authenticate.
     AuthRequired,
 }
 
 impl TaskState {
+    /// Every state, in proto enum order.
     pub const ALL: [TaskState; 9] = [
         TaskState::Unspecified,
         TaskState::Submitted,
@@ -97,6 +115,7 @@ impl TaskState {
         }
     }
 
+    /// The state with the proto enum number `n`, if any.
     pub fn from_number(n: i64) -> Option<TaskState> {
         TaskState::ALL.into_iter().find(|s| s.number() == n)
     }
@@ -148,8 +167,11 @@ impl<'de> Deserialize<'de> for TaskState {
 /// Who sent a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// No role given.
     Unspecified,
+    /// From the client.
     User,
+    /// From the agent.
     Agent,
 }
 
@@ -184,22 +206,30 @@ impl<'de> Deserialize<'de> for Role {
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     #[serde(alias = "message_id")]
+    /// The message's id, made by its sender.
     pub message_id: String,
     #[serde(default, alias = "context_id", skip_serializing_if = "Option::is_none")]
+    /// The context it belongs to, when known.
     pub context_id: Option<String>,
     #[serde(default, alias = "task_id", skip_serializing_if = "Option::is_none")]
+    /// The task it belongs to, when known.
     pub task_id: Option<String>,
+    /// Who sent it.
     pub role: Role,
+    /// Its content.
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data, as the sender gave it.
     pub metadata: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The URIs of the extensions it uses.
     pub extensions: Vec<String>,
     #[serde(
         default,
         alias = "reference_task_ids",
         skip_serializing_if = "Vec::is_empty"
     )]
+    /// Tasks this message refers to.
     pub reference_task_ids: Vec<String>,
 }
 
@@ -208,23 +238,30 @@ pub struct Message {
 #[serde(rename_all = "camelCase")]
 pub struct Part {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Text content.
     pub text: Option<String>,
     /// Base64, as the JSON form carries it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A URL to the content.
     pub url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Structured JSON content.
     pub data: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data, as the sender gave it.
     pub metadata: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The file name the content has, if it is a file.
     pub filename: Option<String>,
     #[serde(default, alias = "media_type", skip_serializing_if = "Option::is_none")]
+    /// The content's media type (`text/plain`, …).
     pub media_type: Option<String>,
 }
 
 impl Part {
+    /// A part holding `text` alone.
     pub fn text(text: impl Into<String>) -> Part {
         Part {
             text: Some(text.into()),
@@ -238,15 +275,21 @@ impl Part {
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
     #[serde(alias = "artifact_id")]
+    /// The artifact's id, unique within its task.
     pub artifact_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A name for people.
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A description for people.
     pub description: Option<String>,
+    /// Its content.
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data, as the agent gave it.
     pub metadata: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The URIs of the extensions it uses.
     pub extensions: Vec<String>,
 }
 

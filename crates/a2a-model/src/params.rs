@@ -33,28 +33,37 @@ fn invalid(why: impl Into<String>) -> A2aError {
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageParams {
     #[serde(default)]
+    /// The tenant, when the server hosts several.
     pub tenant: String,
+    /// The message sent.
     pub message: Message,
     #[serde(default)]
+    /// How the client wants it handled.
     pub configuration: Option<SendMessageConfiguration>,
     #[serde(default)]
+    /// Extension data for this request.
     pub metadata: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+/// How a client wants a sent message handled.
 pub struct SendMessageConfiguration {
     #[serde(default, alias = "accepted_output_modes")]
+    /// Media types the client accepts in the answer.
     pub accepted_output_modes: Vec<String>,
     #[serde(
         default,
         alias = "task_push_notification_config",
         alias = "pushNotificationConfig"
     )]
+    /// A push notification config to register for the task.
     pub task_push_notification_config: Option<Value>,
     #[serde(default, alias = "history_length")]
+    /// The most recent history messages to return with the task.
     pub history_length: Option<i32>,
     #[serde(default, alias = "return_immediately")]
+    /// Answer at once with the task, without waiting for the turn to end.
     pub return_immediately: bool,
 }
 
@@ -63,9 +72,12 @@ pub struct SendMessageConfiguration {
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskParams {
     #[serde(default)]
+    /// The tenant, when the server hosts several.
     pub tenant: String,
+    /// The task's id.
     pub id: String,
     #[serde(default, alias = "history_length")]
+    /// The most recent history messages to return with the task.
     pub history_length: Option<i32>,
 }
 
@@ -74,9 +86,12 @@ pub struct GetTaskParams {
 #[serde(rename_all = "camelCase")]
 pub struct TaskIdParams {
     #[serde(default)]
+    /// The tenant, when the server hosts several.
     pub tenant: String,
+    /// The task's id.
     pub id: String,
     #[serde(default)]
+    /// Extension data for this request.
     pub metadata: Option<Map<String, Value>>,
 }
 
@@ -85,20 +100,28 @@ pub struct TaskIdParams {
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksParams {
     #[serde(default)]
+    /// The tenant, when the server hosts several.
     pub tenant: String,
     #[serde(default, alias = "context_id")]
+    /// Only the tasks of this context (empty: any).
     pub context_id: String,
     #[serde(default)]
+    /// Only the tasks in this state.
     pub status: Option<TaskState>,
     #[serde(default, alias = "page_size")]
+    /// Tasks per page (1–100).
     pub page_size: Option<i32>,
     #[serde(default, alias = "page_token")]
+    /// Where the page starts: a token a previous page gave.
     pub page_token: String,
     #[serde(default, alias = "history_length")]
+    /// The most recent history messages to return with each task.
     pub history_length: Option<i32>,
     #[serde(default, alias = "status_timestamp_after")]
+    /// Only tasks whose status changed after this time (RFC 3339).
     pub status_timestamp_after: Option<String>,
     #[serde(default, alias = "include_artifacts")]
+    /// Whether each task carries its artifacts.
     pub include_artifacts: Option<bool>,
 }
 
@@ -165,15 +188,19 @@ pub fn parse_timestamp_ms(text: &str) -> Option<i64> {
 /// Filters and paging of a `ListTasks` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListQuery {
+    /// Only the tasks of this context.
     pub context_id: Option<String>,
+    /// Only the tasks in this state.
     pub state: Option<TaskState>,
     /// 1–100 (the protocol's bounds; larger asks are capped).
     pub page_size: usize,
+    /// Where the page starts: a token a previous page gave.
     pub page_token: Option<String>,
     /// The most recent messages of each task's history to include.
     pub history_length: Option<usize>,
     /// Only tasks updated at or after this time (milliseconds since the epoch).
     pub updated_after_ms: Option<i64>,
+    /// Whether each task carries its artifacts.
     pub include_artifacts: bool,
     /// Only the tasks of this owner (`Some("")`: the anonymous scope's);
     /// `None` lists every owner's, which only the host itself asks.

@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthenticationInfo {
+    /// The authentication scheme (`Bearer`, …).
     pub scheme: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// The credentials to send with it.
     pub credentials: String,
 }
 
@@ -20,18 +22,22 @@ pub struct AuthenticationInfo {
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfig {
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// The tenant, when the server hosts several.
     pub tenant: String,
     /// Assigned by the host when the client leaves it empty.
     #[serde(default)]
     pub id: String,
     #[serde(default, alias = "task_id")]
+    /// The task it notifies about.
     pub task_id: String,
+    /// The webhook's URL.
     pub url: String,
     /// Sent back as `X-A2A-Notification-Token`, so the receiver can tell
     /// the notification is for what it asked.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// How to authenticate to the webhook.
     pub authentication: Option<AuthenticationInfo>,
 }
 
@@ -40,9 +46,12 @@ pub struct TaskPushNotificationConfig {
 #[serde(rename_all = "camelCase")]
 pub struct PushConfigParams {
     #[serde(default)]
+    /// The tenant, when the server hosts several.
     pub tenant: String,
     #[serde(alias = "task_id")]
+    /// The task.
     pub task_id: String,
+    /// The config's id.
     pub id: String,
 }
 
@@ -51,12 +60,16 @@ pub struct PushConfigParams {
 #[serde(rename_all = "camelCase")]
 pub struct ListPushConfigsParams {
     #[serde(default)]
+    /// The tenant, when the server hosts several.
     pub tenant: String,
     #[serde(alias = "task_id")]
+    /// The task.
     pub task_id: String,
     #[serde(default, alias = "page_size")]
+    /// Configs per page.
     pub page_size: Option<i32>,
     #[serde(default, alias = "page_token")]
+    /// Where the page starts: a token a previous page gave.
     pub page_token: String,
 }
 

@@ -8,6 +8,8 @@
 //! [`Scope`]: one agent's tasks of one owner (the caller's identity, from
 //! its filters' metadata); a task of another owner is not found.
 
+#![deny(missing_docs)]
+
 mod push;
 mod remote;
 mod run;
@@ -43,7 +45,9 @@ const CANCEL_WAIT: Duration = Duration::from_secs(10);
 /// anonymous scope when the owner is empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scope {
+    /// The agent.
     pub agent: String,
+    /// The caller's identity (empty: the anonymous scope).
     pub owner: String,
 }
 
@@ -61,7 +65,9 @@ impl Scope {
 
 /// What a send or subscribe answers: a task (or its events as they come).
 pub enum Reply {
+    /// The task, when the call is answered whole.
     Task(Box<Task>),
+    /// The task's events, as they come.
     Stream(mpsc::Receiver<StreamResponse>),
 }
 
@@ -236,7 +242,7 @@ impl A2a {
         }
         let metadata = params.metadata.map(|m| Value::Object(m).to_string());
         let (call, events) = run::turn_call(&task, message, earlier, metadata, &running);
-        let turn = run::Turn {
+        let turn = run::TurnRun {
             a2a: self.clone(),
             agent: agent.clone(),
             route,

@@ -16,7 +16,7 @@ use wharf_routing::{AgentRoute, RouteError};
 use wharf_runtime::CallError;
 
 /// One turn, ready to run.
-pub(super) struct Turn {
+pub(super) struct TurnRun {
     pub a2a: Arc<A2a>,
     pub agent: String,
     pub route: Arc<AgentRoute>,
@@ -69,7 +69,7 @@ pub(super) fn turn_request(req: &Request, call: &Arc<wharf_core::request::Turn>)
     }
 }
 
-impl Turn {
+impl TurnRun {
     pub async fn run(mut self, req: Request) {
         let task_id = self.call.task_id.clone();
         let call = self.route.dispatch(req);

@@ -5,6 +5,8 @@
 //! What answers requests forwarded here is a transport of its own
 //! (the NATS transport); nothing here runs an agent.
 
+#![deny(missing_docs)]
+
 pub mod members;
 pub mod pins;
 pub mod wire;
@@ -29,12 +31,15 @@ pub enum ForwardError {
     #[error("no node in the cluster serves agent `{0}`")]
     NoResponders(String),
     #[error("no node answered agent `{0}` in time")]
+    /// No node answered in time.
     TimedOut(String),
     #[error("forwarding to another node failed: {0}")]
+    /// The request or its answer could not cross.
     Failed(String),
 }
 
 impl ForwardError {
+    /// The HTTP status this maps to.
     pub fn status(&self) -> u16 {
         match self {
             ForwardError::NoResponders(_) => 503,
@@ -46,6 +51,7 @@ impl ForwardError {
 
 /// This node's place in the cluster.
 pub struct Cluster {
+    /// The `cluster` block.
     pub settings: config::Cluster,
     client: async_nats::Client,
     pins: tokio::sync::OnceCell<Pins>,
@@ -109,10 +115,12 @@ impl Cluster {
         })
     }
 
+    /// This node's name.
     pub fn node(&self) -> &str {
         &self.settings.node
     }
 
+    /// The NATS client.
     pub fn client(&self) -> &async_nats::Client {
         &self.client
     }
@@ -127,6 +135,7 @@ impl Cluster {
         self.draining.load(Ordering::Acquire)
     }
 
+    /// Stops taking new forwarded requests: the node is leaving.
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::Release);
     }

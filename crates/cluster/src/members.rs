@@ -11,9 +11,11 @@ use serde::{Deserialize, Serialize};
 /// What a node says of itself.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Announce {
+    /// Its name.
     pub node: String,
     /// `serving`, `draining` or `left` (its last word).
     pub state: String,
+    /// The agents it serves.
     pub agents: Vec<String>,
     /// Requests this node is answering for other nodes now.
     pub in_flight: u64,
@@ -22,9 +24,13 @@ pub struct Announce {
 /// One node as this one sees it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Member {
+    /// Its name.
     pub node: String,
+    /// `serving`, `draining` or `left`.
     pub state: String,
+    /// The agents it serves.
     pub agents: Vec<String>,
+    /// Requests it is answering for other nodes.
     pub in_flight: u64,
     /// Milliseconds since it was last heard from.
     pub last_seen_ms: u64,

@@ -33,13 +33,20 @@ pub enum Place {
     /// On this node (pinned here now, or already).
     Here,
     /// On another node, at this revision of its pin.
-    At { node: String, revision: u64 },
+    At {
+        /// The node.
+        node: String,
+        /// The pin's revision in the bucket, for a take-over.
+        revision: u64,
+    },
 }
 
 /// What a lookup did, for the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
+    /// No pin existed: this node made it.
     Created,
+    /// Read from the bucket.
     Found,
     /// Found without reading the bucket: looked up moments ago.
     Remembered,

@@ -40,15 +40,24 @@ pub const MEMBERS: &str = "wharf.members";
 /// A request as another node receives it.
 #[derive(Serialize, Deserialize)]
 pub struct Forwarded<'a> {
+    /// The agent or pipeline it is for.
     pub agent: String,
+    /// Its method.
     pub method: String,
+    /// Its path below the agent.
     pub path: String,
+    /// Its query string.
     pub query: String,
+    /// Its headers, values as bytes.
     pub headers: Vec<(String, serde_bytes::ByteBuf)>,
     #[serde(with = "serde_bytes", borrow)]
+    /// Its body.
     pub body: std::borrow::Cow<'a, [u8]>,
+    /// Its request id.
     pub id: String,
+    /// The client's address.
     pub client: Option<String>,
+    /// Its session key.
     pub session: Option<String>,
     /// Time left before the caller's deadline, in milliseconds.
     pub deadline_ms: Option<u64>,
@@ -64,9 +73,12 @@ pub struct Forwarded<'a> {
 /// Another node's answer.
 #[derive(Serialize, Deserialize)]
 pub struct Answer<'a> {
+    /// The status.
     pub status: u16,
+    /// The headers, values as bytes.
     pub headers: Vec<(String, serde_bytes::ByteBuf)>,
     #[serde(with = "serde_bytes", borrow)]
+    /// The body, whole.
     pub body: std::borrow::Cow<'a, [u8]>,
     /// The node that answered.
     pub node: String,

@@ -39,11 +39,17 @@ const UNIX: &[&str] = &["mode", "owner"];
 /// The binary transport's listeners and limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binary {
+    /// The Unix socket to serve on.
     pub unix: Option<UnixSocket>,
+    /// A TCP address to serve on (for callers on other hosts).
     pub tcp: Option<SocketAddr>,
+    /// Largest frame accepted, in bytes.
     pub max_frame: usize,
+    /// Requests in flight per connection at most.
     pub in_flight: usize,
+    /// Connections served at once.
     pub connections: usize,
+    /// How long a frame may take to arrive once started.
     pub frame_timeout: Duration,
 }
 
@@ -64,8 +70,11 @@ impl Default for Binary {
 /// A Unix socket to listen on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnixSocket {
+    /// The socket file.
     pub path: PathBuf,
+    /// Its mode (octal in KDL).
     pub mode: Option<u32>,
+    /// Its owner.
     pub owner: Option<Owner>,
 }
 

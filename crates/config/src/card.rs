@@ -32,11 +32,15 @@ const CARD: &[&str] = &[
 /// host's defaults.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CardSettings {
+    /// The card's description; none: the agent's own.
     pub description: Option<String>,
+    /// Media types it accepts; none: the agent's own.
     pub input_modes: Option<Vec<String>>,
+    /// Media types it answers with; none: the agent's own.
     pub output_modes: Option<Vec<String>>,
     /// Organization and URL.
     pub provider: Option<(String, String)>,
+    /// Where its documentation is.
     pub documentation_url: Option<String>,
 }
 

@@ -37,8 +37,11 @@ pub struct Cluster {
     pub nats: String,
     /// This node's name: unique among the nodes, stable across restarts.
     pub node: String,
+    /// How long a session pin lives unused.
     pub pin_ttl: Duration,
+    /// How often a node announces itself.
     pub heartbeat: Duration,
+    /// How long a forwarded request may take.
     pub forward_timeout: Duration,
     /// The PostgreSQL database A2A tasks live in, shared by every node
     /// (absent: each node keeps its own tasks in SQLite).
@@ -46,6 +49,7 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// A cluster of node `node` over the NATS server at `nats`, with the default timings.
     pub fn new(nats: impl Into<String>, node: impl Into<String>) -> Cluster {
         Cluster {
             nats: nats.into(),

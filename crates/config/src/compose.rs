@@ -18,7 +18,9 @@ pub const DEFAULT_CALL_DEPTH: usize = 8;
 /// A virtual agent built from agents and other pipelines.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Composition {
+    /// The pipeline's name: the virtual agent's.
     pub name: String,
+    /// What it runs.
     pub flow: Flow,
     /// Where the block stands (`file:line:col`), for errors found later.
     pub at: String,
@@ -33,16 +35,25 @@ pub enum Flow {
     Sequential(Vec<Flow>),
     /// The same request to every branch at once, answers merged.
     Parallel {
+        /// The flows run at once.
         branches: Vec<Flow>,
+        /// How their answers become one.
         merge: Merge,
         /// How long each branch may take; none: the request's own deadline.
         deadline: Option<Duration>,
     },
     /// Tried in order until one succeeds.
-    Fallback { tries: Vec<Flow>, on: FailOn },
+    Fallback {
+        /// The flows tried, in order.
+        tries: Vec<Flow>,
+        /// What counts as a failure that moves on to the next.
+        on: FailOn,
+    },
     /// The first case whose condition holds, else `otherwise`.
     Conditional {
+        /// The cases, in order.
         cases: Vec<(Condition, Flow)>,
+        /// What runs when no case holds.
         otherwise: Option<Box<Flow>>,
     },
 }
@@ -50,8 +61,11 @@ pub enum Flow {
 /// A named agent or pipeline, and where the configuration names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
+    /// The agent or pipeline named.
     pub name: String,
+    /// Where the configuration names it, for messages.
     pub at: String,
+    /// The same place in the text.
     pub span: SourceSpan,
 }
 
@@ -79,16 +93,21 @@ pub enum FailOn {
 pub enum Condition {
     /// The header is present (and, with `equals`, has exactly this value).
     Header {
+        /// The header.
         name: http::HeaderName,
+        /// The value it must have exactly.
         equals: Option<String>,
     },
     /// The path below the pipeline starts with this.
     PathPrefix(String),
+    /// The request's method is this.
     Method(http::Method),
     /// The classifier agent's answer body, trimmed, equals this (it is
     /// called once per request, with the request).
     Classifier {
+        /// The classifier agent.
         agent: Step,
+        /// The answer that selects this case.
         equals: String,
     },
 }
@@ -125,11 +144,13 @@ impl Flow {
 /// A subscription of an agent to a topic pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscription {
+    /// The pattern, as written (checked when parsed).
     pub pattern: String,
     /// Events held for the agent at most; past it, `overflow` decides.
     pub queue: usize,
     /// Payload bytes held for the agent at most (`queue-bytes`), likewise.
     pub queue_bytes: usize,
+    /// What happens to an event when the queue is full.
     pub overflow: Overflow,
 }
 

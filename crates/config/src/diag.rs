@@ -12,15 +12,20 @@ use miette::{Diagnostic, NamedSource, SourceSpan};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Diagnostic)]
 #[error("{message}")]
 pub struct Problem {
+    /// What is wrong.
     pub message: String,
     #[label("{}", label.as_deref().unwrap_or("here"))]
+    /// Where, in the file's text.
     pub span: SourceSpan,
+    /// A label at that place.
     pub label: Option<String>,
     #[help]
+    /// How to put it right.
     pub help: Option<String>,
 }
 
 impl Problem {
+    /// A problem at `span`.
     pub fn new(span: SourceSpan, message: impl Into<String>) -> Self {
         Problem {
             message: message.into(),
@@ -30,6 +35,7 @@ impl Problem {
         }
     }
 
+    /// This problem with `help`.
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
@@ -40,11 +46,14 @@ impl Problem {
 #[derive(Debug, thiserror::Error, Diagnostic)]
 #[error("invalid configuration `{name}`: {}", summary(.problems))]
 pub struct ConfigError {
+    /// The file's name, as given.
     pub name: String,
     #[source_code]
+    /// The file's text, for rendering.
     pub source_code: NamedSource<Arc<String>>,
     text: Arc<String>,
     #[related]
+    /// Every problem found, in order.
     pub problems: Vec<Problem>,
 }
 
@@ -56,6 +65,7 @@ fn summary(problems: &[Problem]) -> String {
 }
 
 impl ConfigError {
+    /// The problems of the file `name` holding `text`.
     pub fn new(name: &str, text: &str, problems: Vec<Problem>) -> Self {
         let text = Arc::new(text.to_string());
         ConfigError {

@@ -63,23 +63,31 @@ pub enum PastLimit {
 /// The largest body a filter inspects, and what happens past it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyLimit {
+    /// The limit, in bytes.
     pub size: usize,
+    /// What happens past it.
     pub past: PastLimit,
 }
 
 /// Everything that applies to one filter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FilterPolicy {
+    /// What a failure of the filter does to the request.
     pub failure: Failure,
+    /// Whether its decisions take effect.
     pub mode: FilterMode,
     /// Memory and deadline per call; `response-body` bounds what a verdict
     /// may carry (a block body, a replacement body).
     pub limits: Limits,
+    /// Its instances.
     pub instances: Instances,
+    /// Its health checks.
     pub health: Health,
+    /// Its circuit breaker.
     pub breaker: Breaker,
     /// None: bodies up to the agent's own limits are inspected whole.
     pub body_limit: Option<BodyLimit>,
+    /// The filter's configuration values.
     pub values: Arc<BTreeMap<String, String>>,
     /// A directory the filter reads at `/files` (read-only): its rule
     /// files. Relative to the configuration file.
@@ -117,8 +125,11 @@ impl Default for FilterPolicy {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum AuditSink {
     #[default]
+    /// To standard error.
     Stderr,
+    /// Appended to this file.
     File(PathBuf),
+    /// Not written.
     Off,
 }
 

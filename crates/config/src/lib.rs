@@ -3,6 +3,8 @@
 //! Parsing lives in [`parse`], units in [`units`], diagnostics in [`diag`].
 //! Nothing here touches the network or the runtime.
 
+#![deny(missing_docs)]
+
 mod a2a;
 mod binary;
 mod blocks;
@@ -198,6 +200,7 @@ impl Default for Server {
 /// agent may publish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Topics {
+    /// Largest payload a topic accepts, in bytes.
     pub max_payload: usize,
 }
 

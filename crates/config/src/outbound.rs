@@ -28,8 +28,11 @@ const OUTBOUND: &[&str] = &["allow", "timeout", "max-body"];
 /// The outbound HTTP a component may make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outbound {
+    /// Where the agent's requests may go.
     pub allow: Vec<Target>,
+    /// How long one may take.
     pub timeout: Duration,
+    /// Largest response body read, in bytes.
     pub max_body: u64,
 }
 

@@ -40,13 +40,16 @@ impl Default for Limits {
 /// Whether an agent gets a fresh instance per request or a warm pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// A new instance per request.
     Fresh,
+    /// Instances kept and reused.
     Warm,
 }
 
 /// How an agent's instances are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Instances {
+    /// Fresh or warm.
     pub mode: Mode,
     /// Warm: most live instances.
     pub max: usize,
@@ -122,6 +125,7 @@ pub enum AffinitySource {
 /// Session affinity: requests with one key go to one warm instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Affinity {
+    /// Where a request's session key comes from.
     pub source: AffinitySource,
     /// A pin unused this long is forgotten.
     pub ttl: Duration,
@@ -141,9 +145,13 @@ pub enum RateKey {
 /// A per-client rate limit (GCRA): `requests` per `per`, bursts up to `burst`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimit {
+    /// Requests allowed per `per`.
     pub requests: u32,
+    /// The period.
     pub per: Duration,
+    /// Requests allowed at once beyond the rate.
     pub burst: u32,
+    /// What the limit is kept per.
     pub by: RateKey,
 }
 
@@ -189,11 +197,17 @@ impl TaskOwner {
 /// Everything that applies to one agent.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Policy {
+    /// Its limits.
     pub limits: Limits,
+    /// Its instances.
     pub instances: Instances,
+    /// Its health checks.
     pub health: Health,
+    /// Its circuit breaker.
     pub breaker: Breaker,
+    /// Session affinity, when set.
     pub affinity: Option<Affinity>,
+    /// Its rate limit, when set.
     pub rate_limit: Option<RateLimit>,
     /// Values the guest reads with the `config` host import.
     pub values: Arc<BTreeMap<String, String>>,

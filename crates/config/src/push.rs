@@ -31,10 +31,15 @@ const PUSH: &[&str] = &["allow", "timeout", "attempts", "backoff", "max-configs"
 /// Push notifications as configured; `None` in [`super::Config`] is off.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Push {
+    /// Where webhooks may be.
     pub allow: Vec<Target>,
+    /// How long a delivery may take.
     pub timeout: Duration,
+    /// Deliveries tried at most.
     pub attempts: usize,
+    /// The wait before the first retry (doubling after).
     pub backoff: Duration,
+    /// Configs a task may have at most.
     pub max_configs: usize,
 }
 
@@ -59,7 +64,12 @@ pub enum Target {
     /// ones included.
     Socket(SocketAddr),
     /// A host name, `*.`-prefixed for its subdomains, on one port or any.
-    Host { name: String, port: Option<u16> },
+    Host {
+        /// The name, lowercase, `*.`-prefixed for its subdomains.
+        name: String,
+        /// The one port allowed; none: any.
+        port: Option<u16>,
+    },
 }
 
 impl Target {

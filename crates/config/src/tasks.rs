@@ -35,7 +35,9 @@ const TASKS: &[&str] = &[
 pub struct Tasks {
     /// The database file; `None` is the default under the data directory.
     pub path: Option<PathBuf>,
+    /// When a save is answered.
     pub durability: Durability,
+    /// Which tasks are deleted.
     pub retention: Retention,
     /// Unfinished tasks one owner may have per agent; a new one past it is
     /// refused.

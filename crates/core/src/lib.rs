@@ -5,6 +5,8 @@
 //! connections ([`egress`]) and the wall clock of audit records ([`time`]).
 //! Nothing here knows about sockets, wasmtime or a transport.
 
+#![deny(missing_docs)]
+
 pub mod egress;
 pub mod metrics;
 pub mod request;

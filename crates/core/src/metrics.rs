@@ -17,9 +17,13 @@ const BUCKETS: &[f64] = &[
 /// Why an instance was retired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retire {
+    /// It served its `max-uses`.
     Uses = 0,
+    /// It trapped.
     Trap = 1,
+    /// It passed its memory limit.
     Memory = 2,
+    /// Its health checks failed.
     Unhealthy = 3,
     /// Its request was abandoned half-way (the client went away).
     Abandoned = 4,
@@ -30,9 +34,13 @@ const RETIRE_REASONS: [&str; 5] = ["uses", "trap", "memory", "unhealthy", "aband
 /// Why a request was turned away before reaching a guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shed {
+    /// At the concurrency limit.
     Concurrency = 0,
+    /// The wait queue was full.
     Queue = 1,
+    /// The circuit breaker is open.
     Breaker = 2,
+    /// Past the rate limit.
     RateLimit = 3,
 }
 
@@ -46,6 +54,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// A registry with no series yet.
     pub fn new() -> Self {
         let recorder = PrometheusBuilder::new()
             .set_buckets(BUCKETS)
@@ -68,6 +77,7 @@ impl Metrics {
         self.handle.run_upkeep();
     }
 
+    /// The recorder every series is registered on.
     pub fn recorder(&self) -> &Arc<PrometheusRecorder> {
         &self.recorder
     }
@@ -90,6 +100,7 @@ impl Metrics {
         }
     }
 
+    /// The handles of `agent`'s series.
     pub fn agent(&self, agent: &str) -> AgentMetrics {
         let r = &self.recorder;
         let base = vec![Label::new("agent", agent.to_string())];
@@ -142,14 +153,17 @@ impl Default for Metrics {
 
 const META: Metadata<'static> = Metadata::new("wharf", metrics::Level::INFO, Some("wharf"));
 
+/// A counter registered on `r` under `name` and `labels`.
 pub fn counter(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Counter {
     r.register_counter(&Key::from_parts(name, labels), &META)
 }
 
+/// A gauge registered on `r` under `name` and `labels`.
 pub fn gauge(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Gauge {
     r.register_gauge(&Key::from_parts(name, labels), &META)
 }
 
+/// A histogram registered on `r` under `name` and `labels`.
 pub fn histogram(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>) -> Histogram {
     r.register_histogram(&Key::from_parts(name, labels), &META)
 }
@@ -160,25 +174,41 @@ pub struct AgentMetrics {
     agent: String,
     /// Requests by status code, registered on first use of each code.
     requests: Box<[OnceLock<Counter>]>,
+    /// Whole requests, from the route's admission to the answer (`wharf_request_duration_seconds`).
     pub request_seconds: Histogram,
+    /// Guest calls alone (`wharf_call_duration_seconds`).
     pub call_seconds: Histogram,
+    /// Making a fresh instance (`wharf_instantiate_duration_seconds`).
     pub instantiate_seconds: Histogram,
+    /// Calls that trapped.
     pub traps: Counter,
+    /// Calls cut off at their deadline.
     pub deadlines: Counter,
+    /// Calls that hit the memory limit.
     pub memory_limits: Counter,
+    /// Calls retried on another instance.
     pub retries: Counter,
+    /// Warm instances alive.
     pub instances_live: Gauge,
+    /// Warm instances idle.
     pub instances_idle: Gauge,
     retired: [Counter; 5],
     shed: [Counter; 4],
+    /// Requests whose session found its pinned instance.
     pub affinity_hits: Counter,
+    /// Requests whose session had no pinned instance yet.
     pub affinity_misses: Counter,
+    /// Sessions pinned again (their instance was gone).
     pub affinity_repins: Counter,
+    /// Pins dropped to stay within the bound.
     pub affinity_evictions: Counter,
     /// Fresh requests that found an instance made ahead, and that did not.
     pub ahead_hits: Counter,
+    /// Fresh requests that found no instance made ahead.
     pub ahead_misses: Counter,
+    /// The circuit breaker's state (0 closed, 1 open, 2 half-open).
     pub breaker_state: Gauge,
+    /// 1 when the agent is healthy, else 0.
     pub healthy: Gauge,
     /// The most linear memory a warm instance held after a call, since the
     /// agent's route was built (at start, and again on each reload).
@@ -211,10 +241,12 @@ impl AgentMetrics {
         }
     }
 
+    /// Counts an instance retired for `why`.
     pub fn retired(&self, why: Retire) {
         self.retired[why as usize].increment(1);
     }
 
+    /// Counts a request shed for `why`.
     pub fn shed(&self, why: Shed) {
         self.shed[why as usize].increment(1);
     }
@@ -256,7 +288,10 @@ mod tests {
 /// its route is built (the runtime has no metrics registry of its own).
 #[derive(Debug, Clone)]
 pub struct OutboundCounters {
+    /// Requests the allow-list let through.
     pub allowed: Counter,
+    /// Requests it refused.
     pub denied: Counter,
+    /// Requests that failed on the way.
     pub failed: Counter,
 }

@@ -11,15 +11,19 @@ use http::{HeaderMap, Method, StatusCode};
 /// One request for one agent.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// The HTTP method.
     pub method: Method,
     /// Path below the agent's mount point; always starts with `/`.
     pub path: String,
     /// Raw query string without `?`; empty when absent.
     pub query: String,
+    /// The request's headers.
     pub headers: HeaderMap,
+    /// The whole body, once read (empty while it is still with the transport).
     pub body: Bytes,
     /// Unique id, echoed as `x-request-id` and attached to logs.
     pub id: Arc<str>,
+    /// The client's address, when the transport knows it.
     pub client: Option<SocketAddr>,
     /// Key that pins a session to an instance; none when absent.
     pub affinity: Option<String>,
@@ -70,6 +74,7 @@ impl Hop {
 /// agents and topics, through the host.
 #[derive(Clone)]
 pub struct Reach {
+    /// The host, as the guest reaches it.
     pub peers: Arc<dyn Peers>,
     /// The agents on the call path, the calling agent last.
     pub path: Arc<[Arc<str>]>,
@@ -85,12 +90,16 @@ impl std::fmt::Debug for Reach {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PeerError {
     #[error("{0}")]
+    /// The caller's block does not allow it.
     Denied(String),
     #[error("{0}")]
+    /// No such agent or pipeline.
     NotFound(String),
     #[error("{0}")]
+    /// A cycle, or past the depth limit.
     Loop(String),
     #[error("{1}")]
+    /// The callee answered no response (a status and why).
     Failed(u16, String),
 }
 
@@ -144,6 +153,7 @@ pub type Chunks =
 pub struct Incoming(Arc<std::sync::Mutex<Option<Chunks>>>);
 
 impl Incoming {
+    /// A body arriving as `chunks`.
     pub fn new(chunks: Chunks) -> Self {
         Incoming(Arc::new(std::sync::Mutex::new(Some(chunks))))
     }
@@ -193,7 +203,9 @@ struct SinkInner {
 /// What a streaming call has written.
 #[derive(Debug)]
 pub enum Piece {
+    /// The status and headers, once.
     Head(StatusCode, HeaderMap),
+    /// A chunk of the body.
     Chunk(Bytes),
 }
 
@@ -276,7 +288,9 @@ pub enum SinkError {
 /// One turn of an A2A task, as the runtime runs it.
 #[derive(Debug)]
 pub struct Turn {
+    /// The task the turn belongs to.
     pub task_id: String,
+    /// The task's context.
     pub context_id: String,
     /// The client's new message.
     pub message: wharf_a2a_model::Message,
@@ -297,13 +311,18 @@ pub enum TurnEvent {
     Working(Option<wharf_a2a_model::Message>),
     /// An artifact or a chunk of one.
     Artifact {
+        /// The artifact, or a chunk of it.
         artifact: wharf_a2a_model::Artifact,
+        /// Whether it continues an artifact already reported.
         append: bool,
+        /// Whether this is the artifact's last chunk.
         last_chunk: bool,
     },
     /// The turn ended: the task's new state and status message.
     Finished {
+        /// The state the turn ends in.
         state: wharf_a2a_model::TaskState,
+        /// What the agent says with it.
         message: Option<wharf_a2a_model::Message>,
     },
 }
@@ -354,8 +373,10 @@ impl Request {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BodyError {
     #[error("the request body is over the limit of {0} bytes")]
+    /// Past the limit (in bytes).
     TooLarge(usize),
     #[error("the request body could not be read")]
+    /// The client's bytes could not be read.
     Unreadable,
 }
 
@@ -376,7 +397,9 @@ pub trait Wire: Send {
 /// upload is read), with the agent's body limit: whole, or, for an agent
 /// that reads it as it arrives, as chunks.
 pub enum Body {
+    /// Read already.
     Ready(Bytes),
+    /// Still with the transport, read when the pipeline asks.
     Wire(Box<dyn Wire>),
 }
 
@@ -421,7 +444,9 @@ impl std::fmt::Debug for Body {
 
 /// An agent's answer, validated by the runtime.
 pub struct Response {
+    /// The status.
     pub status: StatusCode,
+    /// The headers.
     pub headers: HeaderMap,
     /// The whole body; empty when the body is streamed.
     pub body: Bytes,

@@ -17,8 +17,10 @@ use crate::request::{BodyStream, Response};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StreamRefusal {
     #[error("this client has {0} streams open, the most it may")]
+    /// The client has this many streams open already.
     Client(usize),
     #[error("this host has {0} streams open, the most it keeps")]
+    /// The host has this many streams open already.
     Host(usize),
 }
 
@@ -36,6 +38,7 @@ struct Open {
 }
 
 impl Streams {
+    /// A budget of `total` streams, `per_client` of them per client address.
     pub fn new(total: usize, per_client: usize) -> Arc<Streams> {
         Arc::new(Streams {
             total,

@@ -11,13 +11,18 @@ use crate::request::Response;
 /// One of the four points where a filter can inspect a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Phase {
+    /// The request's head and headers, before the body is read.
     RequestHeaders = 0,
+    /// The request's body.
     RequestBody = 1,
+    /// The response's status and headers.
     ResponseHeaders = 2,
+    /// The response's body.
     ResponseBody = 3,
 }
 
 impl Phase {
+    /// The four phases, in the order a request meets them.
     pub const ALL: [Phase; 4] = [
         Phase::RequestHeaders,
         Phase::RequestBody,
@@ -25,6 +30,7 @@ impl Phase {
         Phase::ResponseBody,
     ];
 
+    /// The phase's name in audit records and metrics.
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::RequestHeaders => "request_headers",
@@ -50,15 +56,18 @@ impl Phase {
 pub struct Phases(u8);
 
 impl Phases {
+    /// These phases and `phase`.
     pub fn with(mut self, phase: Phase) -> Self {
         self.0 |= 1 << phase as u8;
         self
     }
 
+    /// Whether `phase` is among these.
     pub fn has(self, phase: Phase) -> bool {
         self.0 & (1 << phase as u8) != 0
     }
 
+    /// Whether there are none.
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
@@ -76,17 +85,21 @@ impl Phases {
 /// What a filter decided.
 #[derive(Debug)]
 pub enum Decision {
+    /// Let the request go on.
     Allow,
     /// Answer with this response instead.
     Block(Response),
     /// Redirect: a 301, 302, 303, 307 or 308 status and its location.
     Redirect {
+        /// The redirect status.
         status: http::StatusCode,
+        /// Where to.
         location: HeaderValue,
     },
 }
 
 impl Decision {
+    /// The decision's name in audit records.
     pub fn as_str(&self) -> &'static str {
         match self {
             Decision::Allow => "allow",
@@ -99,12 +112,16 @@ impl Decision {
 /// A change to a header list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeaderOp {
+    /// Sets the header, replacing any values.
     Set(HeaderName, HeaderValue),
+    /// Adds a value to the header.
     Add(HeaderName, HeaderValue),
+    /// Removes the header.
     Remove(HeaderName),
 }
 
 impl HeaderOp {
+    /// Applies the operation to `headers`.
     pub fn apply(&self, headers: &mut HeaderMap) {
         match self {
             HeaderOp::Set(name, value) => {
@@ -123,8 +140,11 @@ impl HeaderOp {
 /// Why a filter decided what it did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Audit {
+    /// The ids of the rules that matched.
     pub rule_ids: Vec<String>,
+    /// Tags of those rules.
     pub tags: Vec<String>,
+    /// Why, in words.
     pub reason: String,
 }
 
@@ -138,13 +158,19 @@ impl Audit {
 /// A validated verdict for one phase.
 #[derive(Debug)]
 pub struct Verdict {
+    /// What the filter decided.
     pub decision: Decision,
+    /// Changes to the request's headers.
     pub request_ops: Vec<HeaderOp>,
+    /// Changes to the response's headers.
     pub response_ops: Vec<HeaderOp>,
     /// A replacement for the body the phase inspected.
     pub body: Option<Bytes>,
+    /// Key/value pairs for later filters and the agent.
     pub metadata: Vec<(String, String)>,
+    /// The filter also wants the body's phase.
     pub want_body: bool,
+    /// What the audit record says of it.
     pub audit: Audit,
 }
 
@@ -170,10 +196,13 @@ impl Verdict {
 
 /// Limits on what one verdict may attach.
 pub const MAX_METADATA: usize = 32;
+/// Longest metadata key.
 pub const MAX_METADATA_KEY: usize = 64;
+/// Longest metadata value.
 pub const MAX_METADATA_VALUE: usize = 1024;
 /// Limits on audit data kept per verdict (more is cut, not refused).
 pub const MAX_AUDIT_ITEMS: usize = 64;
+/// Longest rule id, tag or reason kept.
 pub const MAX_AUDIT_TEXT: usize = 256;
 
 /// Metadata keys: 1–64 of `a-z 0-9 - _ .`.

@@ -17,33 +17,48 @@ const QUEUE: usize = 16_384;
 /// One filter's verdict (or failure) in one phase.
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditVerdict {
+    /// The filter.
     pub filter: String,
+    /// The phase (`request_headers`, …).
     pub phase: &'static str,
     /// `allow`, `block`, `redirect`, or `failed`.
     pub decision: &'static str,
     /// False in detect mode, and for a failure the filter's mode let pass.
     pub enforced: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// The rules that matched.
     pub rule_ids: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Their tags.
     pub tags: Vec<String>,
     #[serde(skip_serializing_if = "String::is_empty")]
+    /// Why, in the filter's words.
     pub reason: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// How the filter failed, when it did.
     pub failure: Option<&'static str>,
 }
 
 /// The record of one request.
 #[derive(Debug, Serialize)]
 pub struct AuditRecord<'a> {
+    /// When (RFC 3339, UTC).
     pub time: String,
+    /// The request's id (`x-request-id`).
     pub request_id: &'a str,
+    /// The agent, pipeline or `topics`.
     pub agent: &'a str,
+    /// The request's method.
     pub method: &'a str,
+    /// The path below the agent.
     pub path: &'a str,
+    /// The client's address.
     pub client: String,
+    /// The status answered.
     pub status: u16,
+    /// Each filter's verdict, in order.
     pub verdicts: &'a [AuditVerdict],
+    /// The metadata filters attached.
     pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -97,6 +112,7 @@ impl AuditLog {
         }
     }
 
+    /// Queues `record` for the writer thread; dropped (and counted) when the queue is full.
     pub fn record(&self, record: &AuditRecord<'_>) {
         let Some(tx) = &self.tx else {
             return;

@@ -4,6 +4,8 @@
 //! chain ([`run`]). The pipeline is the only caller; nothing here knows
 //! which transport a request came from.
 
+#![deny(missing_docs)]
+
 pub mod audit;
 pub mod metrics;
 mod run;
@@ -23,17 +25,23 @@ use wharf_runtime::FilterLive;
 
 /// One filter as requests meet it.
 pub struct FilterRoute {
+    /// The loaded filter.
     pub entry: Arc<FilterEntry>,
+    /// Its calls, decisions and failures.
     pub metrics: metrics::FilterMetrics,
     /// Instance counts, retirements and memory, in the families agents use
     /// (labelled with the filter's name).
     pub instances: AgentMetrics,
+    /// Its health.
     pub health: HealthCell,
+    /// Its circuit breaker.
     pub breaker: CircuitBreaker,
+    /// Its warm instances (warm filters).
     pub pool: Option<WarmPool<FilterLive>>,
 }
 
 impl FilterRoute {
+    /// The route of `entry`.
     pub fn new(entry: Arc<FilterEntry>, metrics: &Metrics) -> Self {
         let name = &entry.origin.name;
         let policy = &entry.policy;
@@ -48,6 +56,7 @@ impl FilterRoute {
         }
     }
 
+    /// The filter's name.
     pub fn name(&self) -> &str {
         &self.entry.origin.name
     }

@@ -18,14 +18,19 @@ pub const MAX_RULE_IDS: usize = 1000;
 /// Why a filter call did not produce a verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureKind {
+    /// The filter trapped.
     Trap = 0,
+    /// It did not answer within its deadline.
     Deadline = 1,
+    /// It passed its memory limit.
     Memory = 2,
+    /// Its verdict broke the phase's contract.
     InvalidVerdict = 3,
     /// Its breaker is open, or its warm pool is full.
     Unavailable = 4,
 }
 
+/// The kinds' names in metrics, in order.
 pub const FAILURE_KINDS: [&str; 5] = [
     "trap",
     "deadline",
@@ -35,6 +40,7 @@ pub const FAILURE_KINDS: [&str; 5] = [
 ];
 
 impl FailureKind {
+    /// The kind's name in metrics and audit records.
     pub fn as_str(self) -> &'static str {
         FAILURE_KINDS[self as usize]
     }
@@ -52,12 +58,14 @@ pub enum Skip {
 const SKIPS: [&str; 2] = ["failed_open", "body_past_limit"];
 const DECISIONS: [&str; 3] = ["allow", "block", "redirect"];
 
+/// One filter's metric handles.
 pub struct FilterMetrics {
     recorder: Arc<PrometheusRecorder>,
     filter: String,
     calls: [Counter; 4],
     /// [phase][decision][enforced]
     decisions: [[[Counter; 2]; 3]; 4],
+    /// Time per call.
     pub seconds: Histogram,
     failures: [Counter; 5],
     skips: [Counter; 2],
@@ -66,6 +74,7 @@ pub struct FilterMetrics {
 }
 
 impl FilterMetrics {
+    /// The handles of `filter`'s series.
     pub fn new(metrics: &Metrics, filter: &str) -> Self {
         let r = metrics.recorder();
         let labels = |pairs: &[(&'static str, &'static str)]| {
@@ -109,10 +118,12 @@ impl FilterMetrics {
         }
     }
 
+    /// Counts a call in `phase`.
     pub fn call(&self, phase: Phase) {
         self.calls[phase as usize].increment(1);
     }
 
+    /// Counts a decision in `phase`, enforced or only recorded.
     pub fn decision(&self, phase: Phase, decision: &Decision, enforced: bool) {
         let d = match decision {
             Decision::Allow => 0,
@@ -122,10 +133,12 @@ impl FilterMetrics {
         self.decisions[phase as usize][d][usize::from(!enforced)].increment(1);
     }
 
+    /// Counts a failure.
     pub fn failure(&self, kind: FailureKind) {
         self.failures[kind as usize].increment(1);
     }
 
+    /// Counts a skipped filter or body.
     pub fn skip(&self, why: Skip) {
         self.skips[why as usize].increment(1);
     }

@@ -27,21 +27,28 @@ pub enum FilterFailure {
     /// A filter whose failure mode is `closed` failed.
     #[error("filter `{filter}` failed in {phase}: {kind:?}")]
     Failed {
+        /// The filter.
         filter: String,
+        /// The phase it failed in.
         phase: &'static str,
+        /// How.
         kind: FailureKind,
     },
     /// A body past a filter's body limit, whose policy is `reject`.
     #[error("the {what} body is over filter `{filter}`'s limit of {limit} bytes")]
     BodyTooLarge {
+        /// The filter.
         filter: String,
+        /// Its limit, in bytes.
         limit: usize,
+        /// `request` or `response`.
         what: &'static str,
     },
 }
 
 /// What the request phases decided.
 pub enum Flow {
+    /// Every filter allowed: go on to the body, or the agent.
     Continue,
     /// A filter answered: skip the rest of the request path.
     Stop(Response),
@@ -72,6 +79,7 @@ pub struct ChainRun<'a> {
 }
 
 impl<'a> ChainRun<'a> {
+    /// A run of `chain`, with each route's filter settings in `filter_values`.
     pub fn new(
         chain: &'a [Arc<FilterRoute>],
         route_values: &'a BTreeMap<String, Arc<BTreeMap<String, String>>>,

@@ -8,6 +8,8 @@
 //! chain) around what [`crate::compose`] and [`crate::topics`] do.
 //! Nothing here knows which transport called.
 
+#![deny(missing_docs)]
+
 pub mod compose;
 mod placement;
 pub mod topics;
@@ -33,12 +35,16 @@ use wharf_routing::{AgentRoute, RouteError, Routes, error_status};
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
     #[error("no agent named `{0}`")]
+    /// No agent or pipeline of that name.
     AgentNotFound(String),
     #[error(transparent)]
+    /// The request body could not be had.
     Body(#[from] BodyError),
     #[error(transparent)]
+    /// The agent's route gave no answer.
     Route(#[from] RouteError),
     #[error(transparent)]
+    /// A filter failed.
     Filter(#[from] FilterFailure),
     /// A topic or pattern that cannot be used, or a payload too large.
     #[error(transparent)]
@@ -87,6 +93,7 @@ pub(crate) type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Se
 /// agent's `handle` through its route ([`Dispatch`]), or a protocol served
 /// over the agent (A2A), which calls the agent through the same route.
 pub trait Terminal: Send + Sync {
+    /// Answers `req` through `route`.
     fn answer<'a>(
         &'a self,
         route: &'a Arc<AgentRoute>,
@@ -195,6 +202,7 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// The pipeline over `snapshot`, with its metrics, audit log and stream budget.
     pub fn new(
         snapshot: Snapshot,
         metrics: Metrics,
@@ -285,10 +293,12 @@ impl Pipeline {
         self.bus.sync(wanted, &self.peers.deliverer());
     }
 
+    /// The loaded components.
     pub fn registry(&self) -> &Registry {
         &self.registry
     }
 
+    /// The metrics registry.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
     }

@@ -13,14 +13,21 @@ use wharf_runtime::{EngineSettings, Prepared, Runtime, component_items};
 const MAX_INSPECT_SIZE: u64 = 256 << 20;
 
 #[derive(Debug, Serialize)]
+/// What `wharf inspect` says of a file.
 pub struct Report {
+    /// The file.
     pub path: String,
+    /// Its size in bytes.
     pub size: u64,
+    /// `sha256:` and the hex digest of its bytes.
     pub digest: String,
     /// `agent`, `filter`, or none with the reason in `fits`.
     pub world: Option<&'static str>,
+    /// Which world it fits, or why none.
     pub fits: String,
+    /// What it imports.
     pub imports: Vec<String>,
+    /// What it exports.
     pub exports: Vec<String>,
 }
 
@@ -83,6 +90,7 @@ pub fn inspect(path: &Path) -> Result<Report, InspectError> {
 }
 
 impl Report {
+    /// The report as text for people.
     pub fn human(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "{}", self.path);

@@ -3,6 +3,8 @@
 //! new set at once. Scanning a directory lives in [`load`], loading one
 //! file in [`entry`].
 
+#![deny(missing_docs)]
+
 mod component;
 mod entry;
 pub mod inspect;
@@ -28,12 +30,16 @@ use wharf_runtime::{AgentImage, Card, FilterImage};
 /// Where a component came from and what it is.
 #[derive(Debug, Clone, Serialize)]
 pub struct Origin {
+    /// The agent's name: the file's stem.
     pub name: String,
     #[serde(skip)]
+    /// The file.
     pub path: PathBuf,
     /// `sha256:` and the hex digest of the file's bytes.
     pub digest: String,
+    /// Its size in bytes.
     pub size: u64,
+    /// The world it fits.
     pub world: &'static str,
     /// When this version was loaded (RFC 3339, UTC).
     pub loaded: String,
@@ -57,6 +63,7 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    /// The stamp of a file with `meta`.
     pub fn of(meta: &std::fs::Metadata) -> Stamp {
         #[cfg(unix)]
         {
@@ -90,17 +97,26 @@ impl Stamp {
 /// What `describe()` said, in a form that serializes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CardInfo {
+    /// The agent's name as it describes itself.
     pub name: String,
+    /// Its version.
     pub version: String,
+    /// What it does.
     pub description: String,
+    /// What it can do.
     pub skills: Vec<SkillInfo>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One skill of an agent's card.
 pub struct SkillInfo {
+    /// The skill's id.
     pub id: String,
+    /// Its name.
     pub name: String,
+    /// What it does.
     pub description: String,
+    /// Keywords.
     pub tags: Vec<String>,
 }
 
@@ -138,8 +154,11 @@ impl From<Card> for CardInfo {
 
 /// A loaded agent, ready to serve.
 pub struct AgentEntry {
+    /// Where it came from.
     pub origin: Origin,
+    /// What its `describe` said.
     pub card: CardInfo,
+    /// The compiled agent, ready to instantiate.
     pub image: AgentImage,
     /// What the configuration says applies to this agent.
     pub policy: Policy,
@@ -147,16 +166,20 @@ pub struct AgentEntry {
 
 /// A loaded filter, ready to run in chains.
 pub struct FilterEntry {
+    /// Where it came from.
     pub origin: Origin,
+    /// The compiled filter, ready to instantiate.
     pub image: FilterImage,
     /// What `phases()` said at load time.
     pub phases: Phases,
+    /// Its settings.
     pub policy: FilterPolicy,
 }
 
 /// Everything loaded from one scan of the agents directory.
 #[derive(Default)]
 pub struct Snapshot {
+    /// Components that fit the agent world (and wasi:http ones).
     pub agents: BTreeMap<String, Arc<AgentEntry>>,
     /// Components that fit the filter world.
     pub filters: BTreeMap<String, Arc<FilterEntry>>,
@@ -169,6 +192,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The agent called `name`.
     pub fn agent(&self, name: &str) -> Option<&Arc<AgentEntry>> {
         self.agents.get(name)
     }
@@ -188,6 +212,7 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// A registry holding `snapshot`.
     pub fn new(snapshot: Snapshot) -> Self {
         Registry {
             current: ArcSwap::from_pointee(snapshot),

@@ -20,7 +20,9 @@ use wharf_runtime::Runtime;
 /// A file the loader did not load, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
+    /// The file.
     pub path: PathBuf,
+    /// Why it was not loaded.
     pub reason: String,
     /// The file's metadata when it was refused (none: not a candidate).
     pub stamp: Option<Stamp>,

@@ -31,12 +31,15 @@ pub enum Unverified {
     #[error(
         "it is not signed, and `require-signature` is on (sign it with `wharf sign FILE --key KEY`)"
     )]
+    /// No signature.
     Unsigned,
     #[error(
         "bad signature: no trusted key signed these contents (changed after signing, or signed by a key the configuration does not list)"
     )]
+    /// No trusted key signed it.
     Bad,
     #[error("its signature section cannot be read: {0}")]
+    /// The signature section cannot be read.
     Unreadable(String),
 }
 

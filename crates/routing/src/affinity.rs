@@ -29,6 +29,7 @@ pub enum Lookup {
     Miss,
 }
 
+/// Session pins: which instance serves each session key, bounded in entries and age.
 pub struct AffinityTable {
     pins: DashMap<String, Pin, ahash::RandomState>,
     ttl_ms: u64,
@@ -36,6 +37,7 @@ pub struct AffinityTable {
 }
 
 impl AffinityTable {
+    /// A table keeping pins for `ttl` unused, `capacity` at most.
     pub fn new(ttl: std::time::Duration, capacity: usize) -> Self {
         AffinityTable {
             pins: DashMap::with_hasher(ahash::RandomState::new()),
@@ -127,10 +129,12 @@ impl AffinityTable {
         before.saturating_sub(self.pins.len())
     }
 
+    /// Pins held.
     pub fn len(&self) -> usize {
         self.pins.len()
     }
 
+    /// Whether no pin is held.
     pub fn is_empty(&self) -> bool {
         self.pins.is_empty()
     }

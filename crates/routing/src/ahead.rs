@@ -53,6 +53,7 @@ impl FreshStock {
         self.lock().len()
     }
 
+    /// Whether no instance is waiting.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

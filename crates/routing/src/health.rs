@@ -14,6 +14,7 @@ pub struct HealthCell {
 }
 
 impl HealthCell {
+    /// Healthy until `threshold` calls in a row fail.
     pub fn new(threshold: u32) -> Self {
         HealthCell {
             failures: AtomicU32::new(0),
@@ -27,6 +28,7 @@ impl HealthCell {
         self.failures.load(Ordering::Relaxed) < self.threshold
     }
 
+    /// Records a call's outcome.
     pub fn record(&self, ok: bool) {
         if ok {
             self.failures.store(0, Ordering::Relaxed);
@@ -35,6 +37,7 @@ impl HealthCell {
         }
     }
 
+    /// Failures in a row since the last success.
     pub fn consecutive_failures(&self) -> u32 {
         self.failures.load(Ordering::Relaxed)
     }
@@ -43,8 +46,11 @@ impl HealthCell {
 /// Breaker states, as stored and as exported in metrics (0, 1, 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BreakerState {
+    /// Calls go through.
     Closed = 0,
+    /// Calls are refused until the cool-down ends.
     Open = 1,
+    /// One trial call goes through.
     HalfOpen = 2,
 }
 
@@ -57,6 +63,7 @@ impl BreakerState {
         }
     }
 
+    /// The state's name in listings.
     pub fn as_str(self) -> &'static str {
         match self {
             BreakerState::Closed => "closed",
@@ -90,6 +97,7 @@ pub struct Admission<'a> {
 }
 
 impl CircuitBreaker {
+    /// Opens after `threshold` failures in a row, for `cool_down`.
     pub fn new(threshold: u32, cool_down: Duration) -> Self {
         CircuitBreaker {
             state: AtomicU8::new(BreakerState::Closed as u8),
@@ -101,6 +109,7 @@ impl CircuitBreaker {
         }
     }
 
+    /// The breaker's state now.
     pub fn state(&self) -> BreakerState {
         BreakerState::from_u8(self.state.load(Ordering::Acquire))
     }

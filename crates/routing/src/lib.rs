@@ -3,6 +3,8 @@
 //! the tower stack (retry, load shed, concurrency limit) → a warm pool with
 //! affinity, or a fresh instance.
 
+#![deny(missing_docs)]
+
 mod affinity;
 mod ahead;
 pub mod clock;
@@ -37,14 +39,25 @@ use wharf_runtime::{CallError, Live};
 #[derive(Debug, thiserror::Error)]
 pub enum RouteError {
     #[error(transparent)]
+    /// The guest call failed.
     Call(#[from] CallError),
     #[error("the agent is at its concurrency limit or its queue is full")]
+    /// Past the concurrency limit, or the queue is full.
     Overloaded,
     #[error("the agent's circuit breaker is open")]
-    BreakerOpen { retry_after: Duration },
+    /// The circuit breaker is open.
+    BreakerOpen {
+        /// When to try again.
+        retry_after: Duration,
+    },
     #[error("rate limit exceeded")]
-    RateLimited { retry_after: Duration },
+    /// Past the rate limit.
+    RateLimited {
+        /// When to try again.
+        retry_after: Duration,
+    },
     #[error("the worker running the call failed: {0}")]
+    /// The task running the call failed.
     Worker(String),
 }
 
@@ -55,11 +68,17 @@ const A2A_PIN_CAPACITY: usize = 10_000;
 
 /// Everything one agent's calls need; shared by its tower stack.
 pub struct AgentCore {
+    /// The loaded agent.
     pub entry: Arc<AgentEntry>,
+    /// Its settings.
     pub policy: Policy,
+    /// Its metric handles.
     pub metrics: AgentMetrics,
+    /// Its health.
     pub health: HealthCell,
+    /// Its warm instances (warm agents).
     pub pool: Option<WarmPool>,
+    /// Its session pins (agents with affinity).
     pub pins: Option<AffinityTable>,
     /// Fresh instances made ahead (fresh agents with `ahead` > 0).
     pub ahead: Option<Arc<FreshStock>>,
@@ -67,7 +86,9 @@ pub struct AgentCore {
 
 /// One agent as the router sees it.
 pub struct AgentRoute {
+    /// What the route shares with its calls.
     pub core: Arc<AgentCore>,
+    /// Its circuit breaker.
     pub breaker: CircuitBreaker,
     limiter: Option<(DefaultKeyedRateLimiter<String>, RateKey)>,
     service: service::AgentService,
@@ -81,6 +102,7 @@ pub struct Routes {
 }
 
 impl Routes {
+    /// The routes of every agent in `snapshot`.
     pub fn build(snapshot: &Snapshot, metrics: &Metrics) -> Routes {
         Routes::rebuild(snapshot, metrics, &Routes::default())
     }
@@ -113,16 +135,19 @@ impl Routes {
         Routes { agents }
     }
 
+    /// The route of the agent called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<AgentRoute>> {
         self.agents.get(name)
     }
 
+    /// Every route.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<AgentRoute>> {
         self.agents.values()
     }
 }
 
 impl AgentRoute {
+    /// The route of `entry`: its pool, health, breaker, limiter and metrics.
     pub fn new(entry: Arc<AgentEntry>, metrics: &Metrics) -> Self {
         let policy = entry.policy.clone();
         let name = entry.origin.name.clone();
@@ -170,6 +195,7 @@ impl AgentRoute {
         }
     }
 
+    /// The agent's name.
     pub fn name(&self) -> &str {
         &self.core.entry.origin.name
     }
@@ -410,6 +436,7 @@ fn call_status(err: &CallError) -> u16 {
 /// The longest session key kept: bounds what a client makes the host store.
 pub const MAX_AFFINITY_KEY: usize = 256;
 
+/// The session key `source` names in `headers`, if present and not too long.
 pub fn affinity_key(source: &AffinitySource, headers: &HeaderMap) -> Option<String> {
     let key = match source {
         AffinitySource::Header(name) => headers.get(name)?.to_str().ok()?.trim().to_string(),

@@ -60,9 +60,12 @@ type Held<I> = (Arc<Slot<I>>, OwnedMutexGuard<Option<I>>);
 
 /// One live instance (or a place for one, before its first use).
 pub struct Slot<I = Live> {
+    /// The instance's id, for logs and listings.
     pub id: u64,
     live: Arc<Mutex<Option<I>>>,
+    /// Its health.
     pub health: HealthCell,
+    /// Calls it has served.
     pub uses: AtomicU64,
     retired: AtomicBool,
 }
@@ -75,6 +78,7 @@ impl<I> Slot<I> {
     }
 }
 
+/// Warm instances of one agent or filter, leased one request at a time.
 pub struct WarmPool<I = Live> {
     settings: Instances,
     health_threshold: u32,
@@ -104,6 +108,7 @@ impl<I> Drop for Lease<I> {
 }
 
 impl<I> Lease<I> {
+    /// The id of the instance leased.
     pub fn instance_id(&self) -> u64 {
         self.slot.id
     }
@@ -117,13 +122,18 @@ impl<I> Lease<I> {
 /// What affinity did for one request, for metrics and the request span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AffinityOutcome {
+    /// The route has no affinity, or the request no session.
     None,
+    /// The session's pinned instance served it.
     Hit,
+    /// The session had no pin: one was made.
     Miss,
+    /// The pinned instance was gone: pinned again.
     Repin,
 }
 
 impl AffinityOutcome {
+    /// The outcome's name in spans.
     pub fn as_str(self) -> &'static str {
         match self {
             AffinityOutcome::None => "none",
@@ -135,6 +145,7 @@ impl AffinityOutcome {
 }
 
 impl<I: Pooled> WarmPool<I> {
+    /// An empty pool with `settings`, instances unhealthy after `health_threshold` failures.
     pub fn new(settings: Instances, health_threshold: u32) -> Self {
         WarmPool {
             settings,
@@ -153,6 +164,7 @@ impl<I: Pooled> WarmPool<I> {
         self.slots.load_full()
     }
 
+    /// Instances leased now.
     pub fn busy(&self) -> usize {
         self.busy.load(Ordering::Relaxed)
     }

@@ -32,7 +32,9 @@ pub enum CacheOutcome {
 /// Counts of cache outcomes since start.
 #[derive(Debug, Default)]
 pub struct CacheStats {
+    /// Compiled code loaded from the cache.
     pub hits: AtomicU64,
+    /// Compiled code stored in it.
     pub stores: AtomicU64,
     /// Entries found damaged or unusable and replaced.
     pub rejected: AtomicU64,
@@ -44,6 +46,7 @@ pub struct ArtifactCache {
     dir: PathBuf,
     /// SHA-256 of everything about the engine that compiled code depends on.
     engine_key: [u8; 32],
+    /// What it has done since start.
     pub stats: CacheStats,
 }
 
@@ -83,6 +86,7 @@ impl ArtifactCache {
         })
     }
 
+    /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

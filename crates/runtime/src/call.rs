@@ -22,28 +22,40 @@ use wharf_core::request::{Request, Response};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
     #[error("the agent did not finish within its deadline")]
+    /// Cut off at its deadline.
     Deadline,
     #[error("the agent exceeded its memory limit")]
+    /// Past its memory limit.
     MemoryLimit,
     #[error("the agent trapped: {0}")]
+    /// The guest trapped (the details are for the log).
     Trap(String),
     #[error("the agent could not be instantiated: {0}")]
+    /// No instance could be made.
     Instantiate(String),
     #[error("the agent returned an invalid response: {0}")]
+    /// Its response broke the contract.
     InvalidResponse(String),
     #[error("the filter returned an invalid verdict: {0}")]
+    /// A filter's verdict broke the phase's contract.
     InvalidVerdict(String),
     #[error("the agent refused the request as malformed: {0}")]
+    /// The guest refused the request as malformed.
     BadRequest(String),
     #[error("the agent has nothing here: {0}")]
+    /// The guest has nothing at this path.
     NotFound(String),
     #[error("the agent is unavailable: {0}")]
+    /// The guest is unavailable.
     Unavailable(String),
     #[error("the agent reported an internal error: {0}")]
+    /// The guest reported an internal error (the text is for the log).
     Internal(String),
     #[error("the call was canceled")]
+    /// The client went away.
     Canceled,
     #[error("the request body is over the limit of {0} bytes")]
+    /// The request body is past the limit (in bytes).
     BodyTooLarge(usize),
 }
 
@@ -132,7 +144,9 @@ enum Kind {
 
 /// The exports of a live agent instance.
 pub enum Exports {
+    /// Wharf's agent world.
     Agent(Agent),
+    /// `wasi:http/proxy`.
     Http(Proxy),
 }
 
@@ -199,6 +213,7 @@ impl AgentImage {
         matches!(&self.kind, Kind::Http(_))
     }
 
+    /// The limits it runs under.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
@@ -394,6 +409,7 @@ impl Live<Exports> {
         }
     }
 
+    /// Asks the agent for its card.
     pub fn describe(&mut self) -> Result<Card, CallError> {
         let func = agent(&self.exports)?.func_describe();
         self.store.data_mut().may_yield = false;

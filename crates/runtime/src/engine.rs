@@ -20,6 +20,7 @@ pub enum Allocation {
 }
 
 impl Allocation {
+    /// The allocator's name in logs.
     pub fn as_str(self) -> &'static str {
         match self {
             Allocation::Pooling => "pooling",

@@ -4,6 +4,8 @@
 //! Nothing above this module sees a wasmtime type except through
 //! [`AgentImage`] and [`Live`].
 
+#![deny(missing_docs)]
+
 mod bindings;
 mod cache;
 mod call;
@@ -40,13 +42,16 @@ use wharf_config::Limits;
 /// Which world a component fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum World {
+    /// Wharf's agent world (and `a2a-agent`).
     Agent,
+    /// Wharf's filter world.
     Filter,
     /// `wasi:http/proxy`: a standard HTTP component, served like an agent.
     Http,
 }
 
 impl World {
+    /// The world's name in listings.
     pub fn as_str(self) -> &'static str {
         match self {
             World::Agent => "agent",
@@ -58,8 +63,11 @@ impl World {
 
 /// A component that compiled and type-checked against one of Wharf's worlds.
 pub enum Prepared {
+    /// An agent.
     Agent(AgentPres),
+    /// A filter.
     Filter(FilterPres),
+    /// A `wasi:http/proxy` component.
     Http(HttpPre),
 }
 
@@ -81,6 +89,7 @@ pub struct AgentPres {
 }
 
 impl Prepared {
+    /// The world it fits.
     pub fn world(&self) -> World {
         match self {
             Prepared::Agent(_) => World::Agent,
@@ -164,6 +173,7 @@ impl Runtime {
         })
     }
 
+    /// The engine.
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
@@ -175,6 +185,7 @@ impl Runtime {
         &self.linker
     }
 
+    /// The allocator the engine runs on.
     pub fn allocation(&self) -> Allocation {
         self.allocation
     }

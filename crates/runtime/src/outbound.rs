@@ -19,7 +19,9 @@ use wharf_core::metrics::OutboundCounters;
 /// What a guest's store needs to decide on its outbound requests.
 #[derive(Debug, Default, Clone)]
 pub struct OutboundAccess {
+    /// Where the guest's requests may go; none: nowhere.
     pub policy: Option<Arc<Outbound>>,
+    /// The counters of its outcomes, set when the route is built.
     pub counters: Arc<OnceLock<OutboundCounters>>,
 }
 

@@ -20,7 +20,9 @@ const MAX_LOG_MESSAGE: usize = 4096;
 /// and the one capability a filter may be granted: a directory it reads.
 #[derive(Debug, Default, Clone)]
 pub struct GuestIdentity {
+    /// The guest's name.
     pub name: String,
+    /// Its configuration values.
     pub values: Arc<BTreeMap<String, String>>,
     /// A host directory the guest sees read-only at `/files` (a filter's
     /// rule files, say); none for every other guest.
@@ -58,6 +60,7 @@ pub struct GuestState {
 }
 
 impl GuestState {
+    /// The state of a new store for `identity`, its memory bounded by `memory_limit`.
     pub fn new(identity: Arc<GuestIdentity>, memory_limit: u64) -> Self {
         GuestState {
             identity,

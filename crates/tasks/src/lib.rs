@@ -5,6 +5,8 @@
 //! SQLite database, so a restart keeps every task; [`PgStore`] keeps them in
 //! PostgreSQL, shared by the nodes of a cluster.
 
+#![deny(missing_docs)]
+
 mod pg_writer;
 mod postgres;
 mod sqlite;

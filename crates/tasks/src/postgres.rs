@@ -63,7 +63,9 @@ pub struct PgOptions {
     pub url: String,
     /// This node's name: recorded on every task it saves.
     pub node: String,
+    /// When a save is answered.
     pub durability: Durability,
+    /// Which tasks are deleted.
     pub retention: Retention,
     /// Most writes committed in one transaction.
     pub batch_max: usize,
@@ -160,6 +162,7 @@ impl PgStore {
         })
     }
 
+    /// This node's name, written with each task it runs.
     pub fn node(&self) -> &str {
         &self.node
     }

@@ -137,6 +137,7 @@ impl SqliteStore {
         })
     }
 
+    /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
     }

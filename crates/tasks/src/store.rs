@@ -20,13 +20,23 @@ pub(crate) use wharf_a2a_model::{Durability, ListQuery, Retention, Task, TaskSta
 pub enum StoreError {
     /// The database could not be opened or is not one Wharf can use.
     #[error("cannot open the task store `{path}`: {reason}")]
-    Open { path: PathBuf, reason: String },
+    Open {
+        /// The database.
+        path: PathBuf,
+        /// What the database said.
+        reason: String,
+    },
     /// A read or write failed.
     #[error("task store: {0}")]
     Database(String),
     /// A stored task could not be read back.
     #[error("task store: task `{id}` is damaged: {reason}")]
-    Damaged { id: String, reason: String },
+    Damaged {
+        /// The task.
+        id: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A `pageToken` this store did not issue.
     #[error("invalid page token")]
     InvalidPageToken,
@@ -69,14 +79,18 @@ pub(crate) fn enqueue(
 /// How a store runs.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
+    /// The database file.
     pub path: PathBuf,
+    /// When a save is answered.
     pub durability: Durability,
+    /// Which tasks are deleted.
     pub retention: Retention,
     /// Most writes committed in one transaction.
     pub batch_max: usize,
 }
 
 impl StoreOptions {
+    /// Options for a store at `path`, with the defaults.
     pub fn new(path: impl Into<PathBuf>) -> StoreOptions {
         StoreOptions {
             path: path.into(),
@@ -90,9 +104,11 @@ impl StoreOptions {
 /// One page of tasks, most recently updated first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskPage {
+    /// The tasks on this page.
     pub tasks: Vec<Task>,
     /// Empty when this is the last page.
     pub next_page_token: String,
+    /// Tasks per page, as asked (capped).
     pub page_size: usize,
     /// Tasks matching the filters, on all pages.
     pub total_size: u64,

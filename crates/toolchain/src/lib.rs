@@ -1,6 +1,8 @@
 //! Guest toolchain: Wharf's WIT, bindings for C and Go guests, and turning a
 //! core WebAssembly module into a component, all in-process (no CLI installs).
 
+#![deny(missing_docs)]
+
 pub mod scaffold;
 
 use std::fmt;
@@ -73,10 +75,15 @@ const GO_SUPPORT_DIR: &str = "witpkg";
 /// Languages Wharf can scaffold guests for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Lang {
+    /// Rust, with wit-bindgen.
     Rust,
+    /// Python, with componentize-py.
     Python,
+    /// JavaScript, with componentize-js.
     Js,
+    /// C, with wasi-libc.
     C,
+    /// Go (1.24 or newer).
     Go,
 }
 
@@ -96,7 +103,9 @@ impl fmt::Display for Lang {
 /// own generator: wit-bindgen's Rust macro, componentize-py, componentize-js).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BindingsLang {
+    /// C, with wit-bindgen's C generator.
     C,
+    /// Go, with wit-bindgen's Go generator.
     Go,
 }
 

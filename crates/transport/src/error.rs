@@ -22,13 +22,18 @@ use wharf_runtime::CallError;
 /// `Retry-After` header when the client should come back later.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
+    /// The status.
     pub status: StatusCode,
+    /// The code clients branch on (`agent_not_found`, …).
     pub code: &'static str,
+    /// What happened, in words.
     pub message: String,
+    /// When to come back (`Retry-After`).
     pub retry_after: Option<Duration>,
 }
 
 impl ApiError {
+    /// An error answer with `status`, `code` and `message`.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             status,
@@ -44,6 +49,7 @@ impl ApiError {
         self
     }
 
+    /// `404 agent_not_found` for `name`.
     pub fn agent_not_found(name: &str) -> Self {
         let shown: String = name.chars().take(64).collect();
         ApiError::new(
@@ -53,6 +59,7 @@ impl ApiError {
         )
     }
 
+    /// `413 body_too_large` at `limit` bytes.
     pub fn body_too_large(limit: usize) -> Self {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,

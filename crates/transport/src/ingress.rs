@@ -20,6 +20,7 @@ use wharf_pipeline::Pipeline;
 
 /// What every HTTP handler shares.
 pub struct AppState {
+    /// The pipeline every request goes through.
     pub pipeline: Arc<Pipeline>,
     /// A2A tasks, for the agents that serve A2A.
     pub a2a: Arc<wharf_a2a::A2a>,

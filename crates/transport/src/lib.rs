@@ -1,6 +1,8 @@
 //! Transports: bytes on a socket ⇄ the neutral request. Transports call the
 //! pipeline and never the runtime.
 
+#![deny(missing_docs)]
+
 mod a2a;
 pub mod binary;
 mod error;

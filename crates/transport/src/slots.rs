@@ -52,6 +52,7 @@ pub struct Busy {
 }
 
 impl Slots {
+    /// Slots for `limit` connections, counting evictions on `evicted`.
     pub fn new(limit: usize, evicted: Counter) -> Arc<Slots> {
         Arc::new(Slots {
             permits: Arc::new(Semaphore::new(limit)),

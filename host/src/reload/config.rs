@@ -11,7 +11,9 @@ use crate::config::Config;
 /// configuration file at start and at every reload.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
+    /// `--agents`: the agents directory, over the file's.
     pub agents_dir: Option<PathBuf>,
+    /// `--listen`: the address, over the file's.
     pub listen: Option<SocketAddr>,
     /// A Unix socket for the binary transport (its other settings as the
     /// configuration has them, else the defaults).
@@ -19,6 +21,7 @@ pub struct Overrides {
 }
 
 impl Overrides {
+    /// Applies the overrides to `config`.
     pub fn apply(&self, config: &mut Config) {
         if let Some(dir) = &self.agents_dir {
             config.agents_dir = dir.clone();
@@ -40,7 +43,9 @@ impl Overrides {
 /// The configuration file a running Wharf reloads.
 #[derive(Debug, Clone)]
 pub struct ConfigSource {
+    /// The configuration file.
     pub path: PathBuf,
+    /// What the command line sets over it.
     pub overrides: Overrides,
 }
 

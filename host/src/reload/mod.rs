@@ -93,6 +93,7 @@ pub struct Reloader {
 }
 
 impl Reloader {
+    /// A reloader of what `state` serves over `runtime`, starting from `config`, and the handle that triggers it.
     pub fn new(
         runtime: Arc<Runtime>,
         state: Arc<AppState>,
@@ -118,6 +119,7 @@ impl Reloader {
         self.source = Some(source);
     }
 
+    /// The configuration file and overrides, when Wharf was started from a file.
     pub fn source(&self) -> Option<&ConfigSource> {
         self.source.as_ref()
     }

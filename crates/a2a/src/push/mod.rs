@@ -50,6 +50,7 @@ pub struct Push {
 }
 
 impl Push {
+    /// Push delivery under `policy`, configs kept in `store`.
     pub fn new(policy: Policy, store: Arc<dyn TaskStore>, metrics: &Metrics) -> Push {
         let r = metrics.recorder();
         let outcome = |o: &'static str| vec![Label::new("outcome", o)];

@@ -51,6 +51,7 @@ struct Delivery {
 }
 
 impl Link {
+    /// The link of `pipeline` (held weakly: the pipeline owns the link).
     pub fn new(pipeline: Weak<Pipeline>, metrics: Metrics) -> Link {
         Link {
             pipeline,

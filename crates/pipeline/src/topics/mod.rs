@@ -52,8 +52,11 @@ pub type Deliver = Arc<dyn Fn(Arc<str>, Arc<Event>) -> BoxFuture<bool> + Send + 
 
 /// One subscription: who, to what, and its queue.
 pub struct Subscriber {
+    /// The agent, or `watch` for a client.
     pub name: Arc<str>,
+    /// What it subscribes to.
     pub pattern: Pattern,
+    /// Its events waiting.
     pub queue: Queue,
 }
 
@@ -71,6 +74,7 @@ pub struct Bus {
 }
 
 impl Bus {
+    /// An empty bus counting into `metrics`.
     pub fn new(metrics: Metrics) -> Bus {
         Bus {
             index: RwLock::new(Index::default()),
@@ -122,6 +126,7 @@ impl Bus {
         self.index.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 
+    /// Whether nothing subscribes.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

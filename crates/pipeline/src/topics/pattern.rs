@@ -47,14 +47,17 @@ impl<T> Default for Index<T> {
 }
 
 impl<T: Clone> Index<T> {
+    /// Subscriptions held.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether none is held.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// Adds `value` under `pattern`.
     pub fn insert(&mut self, pattern: &Pattern, value: T) {
         let mut node = &mut self.root;
         for token in pattern.as_str().split('.') {

@@ -18,15 +18,20 @@ use wharf_config::Overflow;
 /// payload is not copied per subscriber.
 #[derive(Debug)]
 pub struct Event {
+    /// The topic it was published to.
     pub topic: Box<str>,
+    /// Its payload, shared by every queue.
     pub payload: Bytes,
+    /// When it was published.
     pub published: Instant,
 }
 
 /// What a subscriber's queue counts.
 #[derive(Clone)]
 pub struct QueueCounters {
+    /// Events queued.
     pub queued: Counter,
+    /// Events dropped by the overflow policy.
     pub dropped: Counter,
 }
 
@@ -58,6 +63,7 @@ impl Held {
 }
 
 impl Queue {
+    /// A queue of `capacity` events and `max_bytes` of payload at most.
     pub fn new(
         capacity: usize,
         max_bytes: usize,
@@ -122,6 +128,7 @@ impl Queue {
         }
     }
 
+    /// The oldest event, if any, without waiting.
     pub fn try_pop(&self) -> Option<std::sync::Arc<Event>> {
         self.events.lock().unwrap_or_else(|e| e.into_inner()).pop()
     }
@@ -140,6 +147,7 @@ impl Queue {
         self.events.lock().unwrap_or_else(|e| e.into_inner()).bytes
     }
 
+    /// Whether no event waits.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

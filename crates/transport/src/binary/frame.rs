@@ -22,13 +22,21 @@ pub const MAX_HEADERS: usize = 256;
 /// One request, borrowing from its frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameRequest<'a> {
+    /// The request's id, echoed in its answer.
     pub id: u64,
+    /// The agent it is for.
     pub agent: &'a str,
+    /// Its method.
     pub method: &'a str,
+    /// Its path below the agent.
     pub path: &'a str,
+    /// Its query string.
     pub query: &'a str,
+    /// Its headers, values as bytes.
     pub headers: Vec<(&'a str, &'a [u8])>,
+    /// Its session key.
     pub affinity: Option<&'a str>,
+    /// Its body: a slice of the frame.
     pub body: &'a [u8],
 }
 
@@ -37,7 +45,9 @@ pub struct FrameRequest<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct FrameError {
+    /// The request's id, when it could be read.
     pub id: Option<u64>,
+    /// What is wrong.
     pub message: String,
 }
 

@@ -26,15 +26,21 @@ use wharf_config::{Binary, UnixSocket};
 /// Per-connection settings from the `binary` block.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
+    /// Largest frame accepted, in bytes.
     pub max_frame: usize,
+    /// Requests in flight per connection at most.
     pub in_flight: usize,
+    /// How long a frame may take to arrive once started.
     pub frame_timeout: Duration,
 }
 
 /// What every binary connection shares.
 pub struct Shared {
+    /// The pipeline and A2A, as HTTP has them.
     pub state: Arc<AppState>,
+    /// The connection settings.
     pub settings: Settings,
+    /// How long a request may take.
     pub request_timeout: Duration,
     metrics: BinaryMetrics,
 }
