@@ -1,6 +1,6 @@
 //! Typed configuration: what `wharf.kdl` may say, its defaults, and loading it.
 //!
-//! Parsing lives in [`parse`], units in [`units`], diagnostics in [`diag`].
+//! Parsing lives in `parse`, units in `units`, diagnostics in `diag`.
 //! Nothing here touches the network or the runtime.
 
 #![deny(missing_docs)]

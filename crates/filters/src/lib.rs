@@ -1,7 +1,7 @@
 //! Inspection filters: each loaded filter's route (instances from the
 //! router's machinery: fresh or a warm pool, health, breaker, metrics), the
 //! chains that agents' requests pass, and running one request through its
-//! chain ([`run`]). The pipeline is the only caller; nothing here knows
+//! chain (`run`). The pipeline is the only caller; nothing here knows
 //! which transport a request came from.
 
 #![deny(missing_docs)]

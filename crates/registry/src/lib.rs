@@ -1,7 +1,7 @@
 //! Registry: the set of loaded agents as one immutable [`Snapshot`] behind
 //! an [`ArcSwap`], so readers never lock and a reload can publish a whole
-//! new set at once. Scanning a directory lives in [`load`], loading one
-//! file in [`entry`].
+//! new set at once. Scanning a directory lives in `load`, loading one
+//! file in `entry`.
 
 #![deny(missing_docs)]
 

@@ -137,7 +137,7 @@ pub fn compile_in_background() {
     }
 }
 
-/// Lowers the calling thread's scheduling priority to [`COMPILE_PRIORITY`];
+/// Lowers the calling thread's scheduling priority to `COMPILE_PRIORITY`;
 /// failure is logged and harmless.
 pub fn background_priority() {
     use thread_priority::{ThreadPriority, ThreadPriorityValue};

@@ -3,7 +3,7 @@
 //! off the request path (on a thread of its own at a low scheduling
 //! priority) and publishes it through the pipeline. Reloads run
 //! one at a time; triggers that arrive during one are merged into the next.
-//! Watching lives in [`watch`], the configuration's rules in [`config`].
+//! Watching lives in [`watch`], the configuration's rules in `config`.
 
 mod config;
 mod watch;

@@ -1,7 +1,7 @@
 //! The binary transport: MessagePack frames over a Unix socket (and
 //! optionally TCP) for local callers. Binds the listeners (replacing a
 //! stale socket file, refusing any other file), accepts up to the
-//! connection limit, and hands each connection to [`conn`]; every request
+//! connection limit, and hands each connection to `conn`; every request
 //! goes through the same pipeline as HTTP. The wire format is in [`frame`]
 //! and `docs/binary.md`.
 
