@@ -15,7 +15,7 @@ use crate::config::{Cache, Config};
 use crate::filter::AuditLog;
 use crate::metrics::Metrics;
 use crate::pipeline::Pipeline;
-use crate::registry::load_dir;
+use crate::registry::load_dir_reporting;
 use crate::reload::{ConfigSource, ReloadHandle, Reloader};
 use crate::runtime::{EngineSettings, Runtime};
 use crate::transport::slots::Slots;
@@ -162,26 +162,10 @@ pub struct App {
 }
 
 impl App {
-    /// Builds the runtime, loads the agents directory and binds the listener.
+    /// Binds the listeners and opens the task store first (a busy port or
+    /// a store another process holds fails at once), then builds the
+    /// runtime and loads the agents directory, saying so when that is slow.
     pub async fn start(config: Config, engine: EngineSettings) -> Result<App, StartError> {
-        let mut runtime = Runtime::new(&engine)?;
-        tracing::info!(allocator = runtime.allocation().as_str(), "engine ready");
-        open_cache(&mut runtime, &config)?;
-        // Compiling is CPU-bound and `describe()` runs guests synchronously:
-        // both belong on a blocking thread, not an async worker.
-        let runtime = Arc::new(runtime);
-        let (rt, cfg) = (runtime.clone(), config.clone());
-        let snapshot = tokio::task::spawn_blocking(move || load_dir(&rt, &cfg, &cfg.agents_dir))
-            .await
-            .map_err(|e| StartError::Agents(std::io::Error::other(e.to_string())))?
-            .map_err(StartError::Agents)?;
-        tracing::info!(
-            agents = snapshot.agents.len(),
-            filters = snapshot.filters.len(),
-            refused = snapshot.refused.len(),
-            dir = %config.agents_dir.display(),
-            "agents loaded"
-        );
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -195,7 +179,32 @@ impl App {
         };
         let audit = AuditLog::open(&config.audit).map_err(StartError::Audit)?;
         let metrics = Metrics::new();
+        metrics.build_info(crate::VERSION, crate::COMMIT);
         let a2a = open_tasks(&config, &metrics).await?;
+        let mut runtime = Runtime::new(&engine)?;
+        tracing::info!(allocator = runtime.allocation().as_str(), "engine ready");
+        open_cache(&mut runtime, &config)?;
+        // Compiling is CPU-bound and `describe()` runs guests synchronously:
+        // both belong on a blocking thread, not an async worker.
+        let runtime = Arc::new(runtime);
+        let (rt, cfg) = (runtime.clone(), config.clone());
+        let loading = tokio::task::spawn_blocking(move || {
+            let progress = crate::startup::LoadProgress::new();
+            let loaded = load_dir_reporting(&rt, &cfg, &cfg.agents_dir, &|p| progress.loaded(p));
+            progress.finish();
+            loaded
+        });
+        let snapshot = crate::startup::step("loading the agents directory", loading)
+            .await
+            .map_err(|e| StartError::Agents(std::io::Error::other(e.to_string())))?
+            .map_err(StartError::Agents)?;
+        tracing::info!(
+            agents = snapshot.agents.len(),
+            filters = snapshot.filters.len(),
+            refused = snapshot.refused.len(),
+            dir = %config.agents_dir.display(),
+            "agents loaded"
+        );
         let streams = crate::streams::Streams::new(
             config.server.stream_limit(),
             config.server.streams_per_client,
@@ -236,6 +245,19 @@ impl App {
             reloader,
             reload,
         })
+    }
+
+    /// What a person starting Wharf is told once it is ready: where it
+    /// listens and what it serves there.
+    pub fn ready(&self) -> crate::startup::Ready {
+        crate::startup::Ready::of(self)
+    }
+
+    /// The binary transport's Unix socket, when it listens on one.
+    pub fn binary_unix_path(&self) -> Option<std::path::PathBuf> {
+        self.binary
+            .as_ref()
+            .and_then(|b| b.unix_path().map(|p| p.to_path_buf()))
     }
 
     /// Reloads the configuration from this file (with these command-line
@@ -288,11 +310,15 @@ impl App {
         let (down, down_rx) = tokio::sync::watch::channel(false);
         let cluster_down = down_rx.clone();
         let metrics = self.state.pipeline.metrics();
-        let evicted = |listener: &'static str| {
+        let slots = |limit: usize, listener: &'static str| {
             let label = vec![metrics::Label::new("listener", listener)];
-            crate::metrics::counter(metrics.recorder(), "wharf_connections_evicted_total", label)
+            let r = metrics.recorder();
+            let evicted =
+                crate::metrics::counter(r, "wharf_connections_evicted_total", label.clone());
+            let open = crate::metrics::gauge(r, "wharf_connections_open", label);
+            Slots::new(limit, evicted, open)
         };
-        let http_slots = Slots::new(self.config.server.connections, evicted("http"));
+        let http_slots = slots(self.config.server.connections, "http");
         let binary = self.binary.map(|listeners| {
             if let Some(path) = listeners.unix_path() {
                 tracing::info!(path = %path.display(), "binary transport listening");
@@ -301,7 +327,7 @@ impl App {
                 tracing::info!(%addr, "binary transport listening");
             }
             let server = self.config.server;
-            let slots = Slots::new(listeners.connections(), evicted("binary"));
+            let slots = slots(listeners.connections(), "binary");
             tokio::spawn(listeners.serve(
                 self.state.clone(),
                 slots,
@@ -315,9 +341,13 @@ impl App {
             let a2a = Arc::downgrade(&self.state.a2a);
             tokio::spawn(transport::nats::run(cluster, pipeline, a2a, cluster_down))
         });
+        let streams = self.state.pipeline.streams().clone();
         let shutdown = async move {
             shutdown.await;
             let _ = down.send(true);
+            // Open streams end now, each with its closing event, so the
+            // grace period is not spent waiting on them.
+            streams.close();
         };
         transport::serve(
             self.listener,
@@ -358,8 +388,20 @@ async fn housekeeping(state: Arc<AppState>) {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
+/// Resolves on Ctrl-C or SIGTERM; a second one exits at once, without
+/// waiting for the grace period.
 pub async fn shutdown_signal() {
+    signal().await;
+    tracing::info!("shutting down (a second Ctrl-C exits at once)");
+    tokio::spawn(async {
+        signal().await;
+        tracing::warn!("second signal: exiting without waiting for open connections");
+        std::process::exit(130);
+    });
+}
+
+/// Resolves on the next Ctrl-C or SIGTERM.
+async fn signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -378,5 +420,4 @@ pub async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
-    tracing::info!("shutting down");
 }

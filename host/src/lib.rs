@@ -14,10 +14,19 @@
 #![deny(missing_docs)]
 
 pub mod app;
+pub mod check;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod reload;
+pub mod startup;
+
+/// This build's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The commit this build was made from (`unknown` outside a git checkout).
+pub const COMMIT: &str = env!("WHARF_COMMIT");
+/// The day this build was made (UTC).
+pub const BUILD_DATE: &str = env!("WHARF_BUILD_DATE");
 
 pub use wharf_a2a as a2a;
 pub use wharf_cluster as cluster;

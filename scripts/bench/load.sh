@@ -23,6 +23,7 @@ duration="${LOAD_SECONDS:-20}"
 
 guests="$(scripts/setup/build-guests.sh | tail -n 1)"
 cargo build --release --quiet --bin wharf --example bare-echo
+release="${CARGO_TARGET_DIR:-target}/release"
 work="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/agents"
@@ -46,6 +47,7 @@ fi
 cat > "$work/wharf.kdl" <<'KDL'
 listen "127.0.0.1:9002"
 agents "agents"
+tasks { path "tasks.db"; }
 audit #false
 agent "warm" {
     instances { mode "warm"; max 4 }
@@ -130,15 +132,18 @@ wrk.headers["accept"] = "text/html"
 wrk.headers["user-agent"] = "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0"
 LUA
 
-RUST_LOG=warn target/release/examples/bare-echo 127.0.0.1:9001 &
-RUST_LOG=warn target/release/wharf serve --config "$work/wharf.kdl" &
+RUST_LOG=warn "$release/examples/bare-echo" 127.0.0.1:9001 &
+RUST_LOG=warn "$release/wharf" serve --config "$work/wharf.kdl" &
 for _ in $(seq 1 100); do
     curl -sf -o /dev/null http://127.0.0.1:9002/healthz && curl -sf -o /dev/null -d x http://127.0.0.1:9001/ && break
     sleep 0.2
 done
 
 if [ -n "${WHARF_BEFORE:-}" ]; then
-    sed 's/^listen "127.0.0.1:9002"/listen "127.0.0.1:9003"/' "$work/wharf.kdl" > "$work/before.kdl"
+    # Its own port and its own task store (one process per store).
+    sed -e 's/^listen "127.0.0.1:9002"/listen "127.0.0.1:9003"/' \
+        -e 's/^tasks { path "tasks.db"; }/tasks { path "tasks-before.db"; }/' \
+        "$work/wharf.kdl" > "$work/before.kdl"
     RUST_LOG=warn "$WHARF_BEFORE" serve --config "$work/before.kdl" &
     for _ in $(seq 1 100); do
         curl -sf -o /dev/null http://127.0.0.1:9003/healthz && break

@@ -14,10 +14,11 @@ seconds="${1:-10}"
 command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; }
 command -v perf >/dev/null || { apt-get update -q && apt-get install -y -q linux-perf; }
 
-# The same build as scripts/bench/load.sh, so the two share their artefacts.
+# The release build with line tables (the `profiling` profile), so perf
+# can name functions and lines.
 guests="$(scripts/setup/build-guests.sh --rust-only | tail -n 1)"
-cargo build --release --quiet --bin wharf --example bare-echo
-wharf="$root/target/release/wharf" http=127.0.0.1:9003
+cargo build --profile profiling --quiet --bin wharf --example bare-echo
+wharf="$root/target/profiling/wharf" http=127.0.0.1:9003
 work="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 # shellcheck source=lib/serve.sh

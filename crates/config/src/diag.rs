@@ -40,6 +40,12 @@ impl Problem {
         self.help = Some(help.into());
         self
     }
+
+    /// This problem with `label` at its place.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
 }
 
 /// A configuration that cannot be used, with every problem found in it.
@@ -65,8 +71,10 @@ fn summary(problems: &[Problem]) -> String {
 }
 
 impl ConfigError {
-    /// The problems of the file `name` holding `text`.
-    pub fn new(name: &str, text: &str, problems: Vec<Problem>) -> Self {
+    /// The problems of the file `name` holding `text`, in the order they
+    /// stand in it.
+    pub fn new(name: &str, text: &str, mut problems: Vec<Problem>) -> Self {
+        problems.sort_by_key(|p| p.span.offset());
         let text = Arc::new(text.to_string());
         ConfigError {
             name: name.to_string(),

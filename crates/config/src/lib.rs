@@ -10,6 +10,7 @@ mod binary;
 mod blocks;
 mod bounds;
 mod card;
+pub mod check;
 mod cluster;
 mod compose;
 mod diag;

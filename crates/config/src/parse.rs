@@ -84,6 +84,28 @@ const AGENT: &[&str] = &[
     "task-owner",
 ];
 
+/// KDL v1's bare keywords, which KDL v2 spells with `#`.
+const V1_KEYWORDS: [&str; 5] = ["true", "false", "null", "inf", "nan"];
+
+/// When the text at a syntax error is a KDL v1 keyword (`true`, `null`),
+/// says that the file is read as KDL v2 and how v2 spells it.
+fn kdl_v1_hint(text: &str, span: SourceSpan) -> Option<String> {
+    let at = text.get(span.offset()..)?;
+    let start = at.find(|c: char| c.is_alphanumeric() || c == '-')?;
+    let word: String = at[start..]
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    // The keyword is where the parser stopped, or just after it.
+    if start > 1 {
+        return None;
+    }
+    let keyword = V1_KEYWORDS.iter().find(|k| **k == word)?;
+    Some(format!(
+        "Wharf's configuration is KDL v2, where `{keyword}` is written `#{keyword}` (KDL v1 spelling is not accepted)"
+    ))
+}
+
 pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, ConfigError> {
     if let Some(at) = super::nesting::check(text) {
         let problem = Problem::new(
@@ -109,7 +131,7 @@ pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, C
                         .unwrap_or_else(|| "invalid KDL syntax".into()),
                     span: d.span,
                     label: d.label.clone(),
-                    help: d.help.clone(),
+                    help: d.help.clone().or_else(|| kdl_v1_hint(text, d.span)),
                 })
                 .collect();
             return Err(ConfigError::new(name, text, problems));

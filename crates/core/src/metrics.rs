@@ -5,8 +5,10 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use metrics::{Counter, Gauge, Histogram, Key, Label, Metadata, Recorder};
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Metadata, Recorder};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
+
+pub mod catalog;
 
 /// Latency buckets, in seconds: 25 µs to 10 s.
 const BUCKETS: &[f64] = &[
@@ -46,30 +48,95 @@ pub enum Shed {
 
 const SHED_REASONS: [&str; 4] = ["concurrency", "queue", "breaker", "rate_limit"];
 
+/// The part of the host that gave an answer (`wharf_requests_total{stage}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stage {
+    /// The transport itself: an unknown route, a method not allowed, a
+    /// whole-request timeout, a body it could not read, a protocol's own
+    /// answer (an A2A card, a task read from the store).
+    Transport = 0,
+    /// An inspection filter (a block, a redirect, a changed response, a
+    /// filter that failed closed).
+    Filter = 1,
+    /// Routing: no such agent, rate limit, breaker, overload, no node.
+    Router = 2,
+    /// The agent (or a pipeline's steps): its answer, or its failure.
+    #[default]
+    Agent = 3,
+}
+
+const STAGES: [&str; 4] = ["transport", "filter", "router", "agent"];
+
+impl Stage {
+    /// Its label value.
+    pub fn as_str(self) -> &'static str {
+        STAGES[self as usize]
+    }
+}
+
 /// The registry all handles come from; renders the `/metrics` text.
 #[derive(Clone)]
 pub struct Metrics {
     recorder: Arc<PrometheusRecorder>,
     handle: PrometheusHandle,
+    /// Answers with no agent to name (`agent=""`).
+    unnamed: Arc<Answers>,
+    /// Samples the process's own figures (CPU, RSS, fds) at each render.
+    process: Arc<metrics_process::Collector>,
 }
 
 impl Metrics {
-    /// A registry with no series yet.
+    /// A registry with no series yet, every family in [`catalog`] described.
     pub fn new() -> Self {
         let recorder = PrometheusBuilder::new()
             .set_buckets(BUCKETS)
             .expect("the bucket list is not empty")
             .build_recorder();
+        for family in catalog::FAMILIES {
+            let name = KeyName::from_const_str(family.name);
+            let help = family.help.into();
+            match family.kind {
+                catalog::Kind::Counter => recorder.describe_counter(name, None, help),
+                catalog::Kind::Gauge => recorder.describe_gauge(name, None, help),
+                catalog::Kind::Histogram => recorder.describe_histogram(name, None, help),
+            }
+        }
+        let process = metrics_process::Collector::default();
+        metrics::with_local_recorder(&recorder, || process.describe());
         let handle = recorder.handle();
+        let recorder = Arc::new(recorder);
         Metrics {
-            recorder: Arc::new(recorder),
+            unnamed: Arc::new(Answers::new(recorder.clone(), "agent", "")),
+            recorder,
             handle,
+            process: Arc::new(process),
         }
     }
 
-    /// Prometheus text exposition format.
+    /// Prometheus text exposition format, the process figures sampled now.
     pub fn render(&self) -> String {
+        metrics::with_local_recorder(&*self.recorder, || self.process.collect());
         self.handle.render()
+    }
+
+    /// `wharf_build_info{version,commit} 1`.
+    pub fn build_info(&self, version: &str, commit: &str) {
+        let labels = vec![
+            Label::new("version", version.to_string()),
+            Label::new("commit", commit.to_string()),
+        ];
+        gauge(&self.recorder, "wharf_build_info", labels).set(1.0);
+    }
+
+    /// The answers that name no agent: unknown names, topics, the
+    /// transport's own answers.
+    pub fn unnamed(&self) -> &Arc<Answers> {
+        &self.unnamed
+    }
+
+    /// The answers given for `name` (an agent or a pipeline).
+    pub fn answers(&self, name: &str) -> Answers {
+        Answers::new(self.recorder.clone(), "agent", name)
     }
 
     /// Drains histogram samples into their buckets; call periodically.
@@ -100,19 +167,27 @@ impl Metrics {
         }
     }
 
-    /// The handles of `agent`'s series.
+    /// The handles of `agent`'s series (labelled `agent=`).
     pub fn agent(&self, agent: &str) -> AgentMetrics {
+        self.component("agent", agent)
+    }
+
+    /// The handles of a filter's instances (the same families as an
+    /// agent's, labelled `filter=`).
+    pub fn filter(&self, filter: &str) -> AgentMetrics {
+        self.component("filter", filter)
+    }
+
+    fn component(&self, kind: &'static str, agent: &str) -> AgentMetrics {
         let r = &self.recorder;
-        let base = vec![Label::new("agent", agent.to_string())];
+        let base = vec![Label::new(kind, agent.to_string())];
         let with = |k: &'static str, v: &'static str| {
             let mut labels = base.clone();
             labels.push(Label::new(k, v));
             labels
         };
         AgentMetrics {
-            recorder: self.recorder.clone(),
-            agent: agent.to_string(),
-            requests: (0..1000).map(|_| OnceLock::new()).collect(),
+            answers: Answers::new(self.recorder.clone(), kind, agent),
             request_seconds: histogram(r, "wharf_request_duration_seconds", base.clone()),
             call_seconds: histogram(r, "wharf_guest_call_duration_seconds", base.clone()),
             instantiate_seconds: histogram(r, "wharf_instantiate_duration_seconds", base.clone()),
@@ -168,12 +243,55 @@ pub fn histogram(r: &PrometheusRecorder, name: &'static str, labels: Vec<Label>)
     r.register_histogram(&Key::from_parts(name, labels), &META)
 }
 
+/// Statuses counted apart (100–599); others are not counted.
+const STATUSES: usize = 500;
+
+/// `wharf_requests_total` for one name: a counter per stage and status,
+/// registered on first use (an idle agent holds four empty cells).
+pub struct Answers {
+    recorder: Arc<PrometheusRecorder>,
+    key: &'static str,
+    name: String,
+    by_stage: [OnceLock<Box<[OnceLock<Counter>]>>; 4],
+}
+
+impl Answers {
+    fn new(recorder: Arc<PrometheusRecorder>, key: &'static str, name: &str) -> Answers {
+        Answers {
+            recorder,
+            key,
+            name: name.to_string(),
+            by_stage: Default::default(),
+        }
+    }
+
+    /// Counts one answer with `status`, given by `stage`.
+    pub fn count(&self, stage: Stage, status: u16) {
+        let Some(i) = usize::from(status)
+            .checked_sub(100)
+            .filter(|i| *i < STATUSES)
+        else {
+            return;
+        };
+        let cells = self.by_stage[stage as usize]
+            .get_or_init(|| (0..STATUSES).map(|_| OnceLock::new()).collect());
+        cells[i]
+            .get_or_init(|| {
+                let labels = vec![
+                    Label::new(self.key, self.name.clone()),
+                    Label::new("stage", stage.as_str()),
+                    Label::new("status", status.to_string()),
+                ];
+                counter(&self.recorder, "wharf_requests_total", labels)
+            })
+            .increment(1);
+    }
+}
+
 /// One agent's metric handles; cheap to use from any thread.
 pub struct AgentMetrics {
-    recorder: Arc<PrometheusRecorder>,
-    agent: String,
-    /// Requests by status code, registered on first use of each code.
-    requests: Box<[OnceLock<Counter>]>,
+    /// Every answer given for this agent, by stage and status.
+    pub answers: Answers,
     /// Whole requests, from the route's admission to the answer (`wharf_request_duration_seconds`).
     pub request_seconds: Histogram,
     /// Guest calls alone (`wharf_call_duration_seconds`).
@@ -217,20 +335,10 @@ pub struct AgentMetrics {
 }
 
 impl AgentMetrics {
-    /// Counts a finished request and its latency.
-    pub fn request(&self, status: u16, elapsed: Duration) {
+    /// Records the latency of a request through the agent's route (its
+    /// answer is counted by whoever gives it, in [`Answers`]).
+    pub fn request(&self, elapsed: Duration) {
         self.request_seconds.record(elapsed.as_secs_f64());
-        let Some(slot) = self.requests.get(usize::from(status)) else {
-            return;
-        };
-        slot.get_or_init(|| {
-            let labels = vec![
-                Label::new("agent", self.agent.clone()),
-                Label::new("status", status.to_string()),
-            ];
-            counter(&self.recorder, "wharf_requests_total", labels)
-        })
-        .increment(1);
     }
 
     /// Notes the linear memory a warm instance holds after a call.
@@ -260,14 +368,15 @@ mod tests {
     fn renders_registered_names_with_labels() {
         let metrics = Metrics::new();
         let a = metrics.agent("echo");
-        a.request(200, Duration::from_micros(120));
-        a.request(200, Duration::from_micros(80));
+        a.request(Duration::from_micros(120));
+        a.answers.count(Stage::Agent, 200);
+        a.answers.count(Stage::Agent, 200);
         a.retired(Retire::Trap);
         a.affinity_hits.increment(3);
         metrics.upkeep();
         let text = metrics.render();
         assert!(
-            text.contains(r#"wharf_requests_total{agent="echo",status="200"} 2"#),
+            text.contains(r#"wharf_requests_total{agent="echo",stage="agent",status="200"} 2"#),
             "{text}"
         );
         assert!(text.contains(r#"wharf_instances_retired_total{agent="echo",reason="trap"} 1"#));

@@ -42,6 +42,8 @@ pub struct Request {
     /// Where the request stands among calls between agents: the agents
     /// that called it, its deadline, and what its agent may reach.
     pub hop: Hop,
+    /// Which attempt at the call this is: 0, then 1 for a retry after a trap.
+    pub attempt: u32,
 }
 
 /// A request's place in a chain of calls between agents. Empty for a
@@ -350,12 +352,14 @@ impl Request {
             call: Call::Handle,
             incoming: None,
             hop: Hop::default(),
+            attempt: 0,
         }
     }
 
     /// The span a request runs in, whichever transport it came in on: its
     /// id, agent and method; its binding (A2A), instance and affinity are
-    /// recorded as they become known.
+    /// recorded as they become known (by the first attempt: a retry logs
+    /// its own instance).
     pub fn span(&self, agent: &str) -> tracing::Span {
         tracing::info_span!(
             "wharf.request",
@@ -453,6 +457,9 @@ pub struct Response {
     /// A body that leaves as it is produced (server-sent events): it
     /// follows `body`, and response-body filters do not see it.
     pub stream: Option<BodyStream>,
+    /// Which stage gave it: the agent, unless a filter answered or
+    /// changed it.
+    pub answered_by: crate::metrics::Stage,
 }
 
 /// A streamed answer that ended in an error before it was whole.
@@ -483,6 +490,7 @@ impl Response {
             headers,
             body,
             stream: None,
+            answered_by: crate::metrics::Stage::Agent,
         }
     }
 
@@ -526,6 +534,7 @@ impl Request {
             call: self.call.clone(),
             incoming: self.incoming.clone(),
             hop: self.hop.clone(),
+            attempt: self.attempt,
         }
     }
 }

@@ -3,11 +3,15 @@
 //! fewer than the connection slots, so streams can never hold every slot
 //! and starve plain requests. A stream past the budget is refused at once
 //! (429 past the client's share, 503 past the total); an admitted one
-//! holds its place until its body ends or its client goes away.
+//! holds its place until its body ends or its client goes away. At
+//! shutdown every open stream is closed: a server-sent event stream with a
+//! last `close` event, any other stream cut off.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
 
 use futures_util::Stream;
 
@@ -29,7 +33,15 @@ pub struct Streams {
     total: usize,
     per_client: usize,
     open: Mutex<Open>,
+    /// Set at shutdown; every open stream then ends.
+    closing: AtomicBool,
+    /// The tasks polling open streams, woken at shutdown.
+    wakers: Mutex<HashMap<u64, Waker>>,
+    next_id: AtomicU64,
 }
+
+/// The last event of a server-sent event stream closed at shutdown.
+pub const CLOSE_EVENT: &str = "event: close\ndata: {\"reason\":\"the host is shutting down\"}\n\n";
 
 #[derive(Default)]
 struct Open {
@@ -44,7 +56,20 @@ impl Streams {
             total,
             per_client,
             open: Mutex::new(Open::default()),
+            closing: AtomicBool::new(false),
+            wakers: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
         })
+    }
+
+    /// Closes every open stream, and every stream admitted from now on,
+    /// at its next poll (shutdown).
+    pub fn close(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        let wakers = std::mem::take(&mut *self.wakers.lock().unwrap_or_else(|e| e.into_inner()));
+        for waker in wakers.into_values() {
+            waker.wake();
+        }
     }
 
     /// `resp` as it may leave: unchanged when its body is whole, its stream
@@ -59,9 +84,17 @@ impl Streams {
             return Ok(resp);
         };
         let place = self.take(client)?;
+        let events = resp
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
         resp.stream = Some(Box::pin(Held {
             stream,
-            _place: place,
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            events,
+            waker: None,
+            done: false,
+            place,
         }));
         Ok(resp)
     }
@@ -114,10 +147,16 @@ impl Drop for Place {
     }
 }
 
-/// A stream that holds its place while it lives.
+/// A stream that holds its place while it lives, and ends at shutdown.
 struct Held {
     stream: BodyStream,
-    _place: Place,
+    id: u64,
+    /// Server-sent events: closed with [`CLOSE_EVENT`], not cut off.
+    events: bool,
+    /// The waker registered for shutdown.
+    waker: Option<Waker>,
+    done: bool,
+    place: Place,
 }
 
 impl Stream for Held {
@@ -126,8 +165,46 @@ impl Stream for Held {
     fn poll_next(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        self.stream.as_mut().poll_next(cx)
+    ) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        let streams = &this.place.streams;
+        if streams.closing.load(Ordering::SeqCst) {
+            this.done = true;
+            return Poll::Ready(Some(if this.events {
+                Ok(bytes::Bytes::from_static(CLOSE_EVENT.as_bytes()))
+            } else {
+                Err(std::io::Error::other("the host is shutting down"))
+            }));
+        }
+        if !this.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            let waker = cx.waker().clone();
+            let mut wakers = streams.wakers.lock().unwrap_or_else(|e| e.into_inner());
+            wakers.insert(this.id, waker.clone());
+            drop(wakers);
+            this.waker = Some(waker);
+            // Closed while registering: look again.
+            if streams.closing.load(Ordering::SeqCst) {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+        }
+        this.stream.as_mut().poll_next(cx)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.waker.is_some() {
+            let streams = &self.place.streams;
+            streams
+                .wakers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&self.id);
+        }
     }
 }
 
@@ -162,5 +239,27 @@ mod tests {
         assert_eq!(streams.open(), 1);
         assert!(streams.admit(Some(a), streamed()).is_ok());
         drop(a2);
+    }
+
+    #[tokio::test]
+    async fn close_ends_open_streams_with_a_close_event_or_a_cut() {
+        use futures_util::StreamExt;
+        let streams = Streams::new(4, 4);
+        let pending = || Box::pin(futures_util::stream::pending()) as BodyStream;
+        let mut events = streams
+            .admit(None, Response::event_stream(pending()))
+            .unwrap();
+        let mut plain = Response::new(http::StatusCode::OK, Default::default(), "".into());
+        plain.stream = Some(pending());
+        let mut plain = streams.admit(None, plain).unwrap();
+        let mut events = events.stream.take().unwrap();
+        let mut plain = plain.stream.take().unwrap();
+        let waiting = tokio::spawn(async move { events.next().await.map(|c| c.unwrap()) });
+        tokio::task::yield_now().await;
+        streams.close();
+        let last = waiting.await.unwrap().expect("a last event");
+        assert_eq!(&last[..], CLOSE_EVENT.as_bytes());
+        assert!(plain.next().await.expect("an item").is_err());
+        assert!(plain.next().await.is_none());
     }
 }

@@ -47,7 +47,7 @@ impl FilterRoute {
         let policy = &entry.policy;
         FilterRoute {
             metrics: metrics::FilterMetrics::new(metrics, name),
-            instances: metrics.agent(name),
+            instances: metrics.filter(name),
             health: HealthCell::new(policy.health.unhealthy_after),
             breaker: CircuitBreaker::new(policy.breaker.failures, policy.breaker.cool_down),
             pool: (policy.instances.mode == Mode::Warm)

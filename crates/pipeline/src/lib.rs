@@ -23,7 +23,7 @@ use crate::topics::Bus;
 use placement::Placed;
 use wharf_cluster::Cluster;
 use wharf_config::{Composition, Limits};
-use wharf_core::metrics::Metrics;
+use wharf_core::metrics::{Answers, Metrics, Stage};
 use wharf_core::request::{Body, BodyError, Reach, Request, Response};
 use wharf_core::time::now_rfc3339;
 use wharf_filters::audit::AuditRecord;
@@ -37,6 +37,10 @@ pub enum PipelineError {
     #[error("no agent named `{0}`")]
     /// No agent or pipeline of that name.
     AgentNotFound(String),
+    /// An agent or pipeline of that name exists but was refused: its
+    /// name, and why (naming it).
+    #[error("{1}")]
+    AgentRefused(String, String),
     #[error(transparent)]
     /// The request body could not be had.
     Body(#[from] BodyError),
@@ -61,10 +65,26 @@ pub enum PipelineError {
 }
 
 impl PipelineError {
+    /// The stage of the host this error comes from (for metrics).
+    pub fn stage(&self) -> Stage {
+        match self {
+            PipelineError::AgentNotFound(_)
+            | PipelineError::AgentRefused(..)
+            | PipelineError::Topic(_)
+            | PipelineError::Forward(_) => Stage::Router,
+            PipelineError::Body(_) | PipelineError::Streams(_) => Stage::Transport,
+            PipelineError::Route(RouteError::Call(_) | RouteError::Worker(_)) => Stage::Agent,
+            PipelineError::Route(_) => Stage::Router,
+            PipelineError::Filter(_) => Stage::Filter,
+            PipelineError::Composition(..) => Stage::Agent,
+        }
+    }
+
     /// The HTTP status this error maps to (for metrics, audit, transports).
     pub fn status(&self) -> u16 {
         match self {
             PipelineError::AgentNotFound(_) => 404,
+            PipelineError::AgentRefused(..) => 503,
             PipelineError::Topic(_) => 400,
             PipelineError::Composition(status, _) => *status,
             PipelineError::Forward(err) => err.status(),
@@ -136,6 +156,8 @@ struct Stages {
     chains: Chains,
     /// The `pipeline` blocks served (every step loaded).
     compositions: BTreeMap<String, Arc<Composition>>,
+    /// The answers counted for each pipeline block.
+    composition_answers: BTreeMap<String, Arc<Answers>>,
     /// The longest chain of calls between agents.
     call_depth: usize,
 }
@@ -148,6 +170,11 @@ impl Stages {
             routes: Arc::new(Routes::rebuild(snapshot, metrics, &previous.routes)),
             chains: Chains::rebuild(snapshot, metrics, &previous.chains),
             compositions: snapshot.compositions.clone(),
+            composition_answers: snapshot
+                .compositions
+                .keys()
+                .map(|name| (name.clone(), Arc::new(metrics.answers(name))))
+                .collect(),
             call_depth: snapshot
                 .config
                 .as_ref()
@@ -298,6 +325,11 @@ impl Pipeline {
         &self.registry
     }
 
+    /// The budget of long-lived streams.
+    pub fn streams(&self) -> &Arc<wharf_core::streams::Streams> {
+        &self.streams
+    }
+
     /// The metrics registry.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
@@ -351,7 +383,8 @@ impl Pipeline {
 
     /// Runs one request for `agent` with `terminal` answering it once the
     /// request filters have passed: filters, terminal, response filters.
-    /// A `pipeline` block's name runs its flow instead of a terminal.
+    /// A `pipeline` block's name runs its flow instead of a terminal. The
+    /// answer is counted under the agent's name when it is served.
     pub async fn handle_with(
         &self,
         agent: &str,
@@ -360,10 +393,29 @@ impl Pipeline {
         terminal: &dyn Terminal,
     ) -> Result<Response, PipelineError> {
         let stages = self.stages.load_full();
+        let result = self.run_with(&stages, agent, req, body, terminal).await;
+        let answers: &Answers = match stages.routes.get(agent) {
+            Some(route) => &route.core.metrics.answers,
+            None => match stages.composition_answers.get(agent) {
+                Some(answers) => answers,
+                None => self.metrics.unnamed(),
+            },
+        };
+        counted(answers, result)
+    }
+
+    async fn run_with(
+        &self,
+        stages: &Arc<Stages>,
+        agent: &str,
+        req: Request,
+        body: Body,
+        terminal: &dyn Terminal,
+    ) -> Result<Response, PipelineError> {
         let forwarder = self.forwarder(&req, terminal);
         // Where the request runs is decided once, before anything else.
         let (mut req, body) = match forwarder {
-            Some(cluster) => match placement::decide(cluster, &stages, agent, req, body).await {
+            Some(cluster) => match placement::decide(cluster, stages, agent, req, body).await {
                 Placed::Elsewhere(answered) => return answered,
                 Placed::Here(req, body) => (req, body),
             },
@@ -371,7 +423,7 @@ impl Pipeline {
         };
         let Some(route) = stages.routes.get(agent) else {
             let Some(flow) = stages.compositions.get(agent).cloned() else {
-                return Err(PipelineError::AgentNotFound(agent.to_string()));
+                return Err(self.not_served(agent));
             };
             req.agent = agent.into();
             let chain = stages.chains.for_agent(agent);
@@ -404,6 +456,20 @@ impl Pipeline {
             placement::mark(cluster, resp);
         }
         result
+    }
+
+    /// Why nothing answers for `name`: refused (and why), or unknown.
+    pub fn not_served(&self, name: &str) -> PipelineError {
+        let Some(refusal) = self.registry.snapshot().refusal(name).cloned() else {
+            return PipelineError::AgentNotFound(name.to_string());
+        };
+        // Some reasons name what they refuse ("agent `x` is not served: …").
+        let why = if refusal.reason.contains(&format!("`{name}`")) {
+            refusal.reason
+        } else {
+            format!("`{name}` is not served: {}", refusal.reason)
+        };
+        PipelineError::AgentRefused(name.to_string(), why)
     }
 
     /// What the agent of `route` may reach through the host during this
@@ -454,8 +520,10 @@ impl Pipeline {
                 ))
             })
         };
-        self.guarded("topics", chain, &gate, req, body, answer)
-            .await
+        let result = self
+            .guarded("topics", chain, &gate, req, body, answer)
+            .await;
+        counted(self.metrics.unnamed(), result)
     }
 
     /// A client's watch of `pattern` as server-sent events, after the
@@ -477,8 +545,10 @@ impl Pipeline {
             })
         };
         let body = Body::Ready(bytes::Bytes::new());
-        self.guarded("topics", chain, &gate, req, body, answer)
-            .await
+        let result = self
+            .guarded("topics", chain, &gate, req, body, answer)
+            .await;
+        counted(self.metrics.unnamed(), result)
     }
 
     /// `req` through `chain` (request phases, body read under `gate`),
@@ -529,6 +599,18 @@ impl Pipeline {
         }
         result
     }
+}
+
+/// `result`, counted in `answers` by the stage that gave it.
+fn counted(
+    answers: &Answers,
+    result: Result<Response, PipelineError>,
+) -> Result<Response, PipelineError> {
+    match &result {
+        Ok(resp) => answers.count(resp.answered_by, resp.status.as_u16()),
+        Err(err) => answers.count(err.stage(), err.status()),
+    }
+    result
 }
 
 fn unserved(why: &str) -> PipelineError {
@@ -592,12 +674,23 @@ where
     };
     let response_work = run.has_response_work();
     let resp = match early {
-        Some(resp) => resp,
+        Some(mut resp) => {
+            resp.answered_by = Stage::Filter;
+            resp
+        }
         None => answer(req.forward(response_work)).await?,
     };
     if !run.has_response_work() {
         return Ok(resp);
     }
     req.body = bytes::Bytes::new();
-    Ok(run.response(req, resp).await?)
+    let (status, by) = (resp.status, resp.answered_by);
+    let mut resp = run.response(req, resp).await?;
+    // A response filter that changed the status answered in the agent's place.
+    resp.answered_by = if resp.status == status {
+        by
+    } else {
+        Stage::Filter
+    };
+    Ok(resp)
 }

@@ -29,6 +29,54 @@ pub struct Report {
     pub imports: Vec<String>,
     /// What it exports.
     pub exports: Vec<String>,
+    /// Whether it is signed, and by which of the keys given, if any.
+    pub signature: Signature,
+}
+
+/// What `inspect` says of a file's signature.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "key")]
+pub enum Signature {
+    /// No signature section.
+    Unsigned,
+    /// Signed; no key was given to say by whom.
+    Signed,
+    /// Signed by this key (of those given).
+    SignedBy(String),
+    /// Signed, but by none of the keys given (or changed since).
+    NotByGivenKeys,
+    /// A signature section that cannot be read.
+    Unreadable(String),
+}
+
+impl Signature {
+    fn of(bytes: &[u8], keys: &[wharf_config::TrustedKey]) -> Signature {
+        use crate::trust::Unverified;
+        if !crate::trust::signature_first(bytes) {
+            return Signature::Unsigned;
+        }
+        if keys.is_empty() {
+            return Signature::Signed;
+        }
+        match crate::trust::verify(bytes, keys) {
+            Ok(id) => Signature::SignedBy(id),
+            Err(Unverified::Unsigned) => Signature::Unsigned,
+            Err(Unverified::Bad) => Signature::NotByGivenKeys,
+            Err(Unverified::Unreadable(why)) => Signature::Unreadable(why),
+        }
+    }
+
+    fn human(&self) -> String {
+        match self {
+            Signature::Unsigned => "none (sign it with `wharf sign FILE --key KEY`)".into(),
+            Signature::Signed => "signed (give `--key KEY.pub` to see by whom)".into(),
+            Signature::SignedBy(id) => format!("signed by {id}"),
+            Signature::NotByGivenKeys => {
+                "signed, but by none of the keys given (or changed since it was signed)".into()
+            }
+            Signature::Unreadable(why) => format!("unreadable: {why}"),
+        }
+    }
 }
 
 /// Why a file could not be inspected.
@@ -50,6 +98,14 @@ pub enum InspectError {
 
 /// Inspects a file; an error means it is not a component at all.
 pub fn inspect(path: &Path) -> Result<Report, InspectError> {
+    inspect_with_keys(path, &[])
+}
+
+/// Inspects a file, saying which of `keys` signed it.
+pub fn inspect_with_keys(
+    path: &Path,
+    keys: &[wharf_config::TrustedKey],
+) -> Result<Report, InspectError> {
     let bytes = read_capped(path, MAX_INSPECT_SIZE).map_err(InspectError::Read)?;
     check_component(&bytes)?;
     let settings = EngineSettings {
@@ -86,6 +142,7 @@ pub fn inspect(path: &Path) -> Result<Report, InspectError> {
         fits,
         imports,
         exports,
+        signature: Signature::of(&bytes, keys),
     })
 }
 
@@ -98,6 +155,7 @@ impl Report {
         let _ = writeln!(out, "  digest:  {}", self.digest);
         let _ = writeln!(out, "  world:   {}", self.world.unwrap_or("none"));
         let _ = writeln!(out, "  fits:    {}", self.fits);
+        let _ = writeln!(out, "  signature: {}", self.signature.human());
         let _ = writeln!(out, "  imports:");
         for name in &self.imports {
             let _ = writeln!(out, "    {name}");

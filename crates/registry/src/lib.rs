@@ -18,10 +18,10 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use serde::Serialize;
 
-pub use component::{NotAComponent, check_component};
+pub use component::{NotAComponent, check_component, world_of};
 pub(crate) use entry::digest;
 pub(crate) use load::read_capped;
-pub use load::{Refusal, load_dir, reload_dir};
+pub use load::{Progress, Refusal, load_dir, load_dir_reporting, reload_dir};
 
 use wharf_config::{Config, FilterPolicy, Policy};
 use wharf_core::verdict::Phases;
@@ -192,6 +192,14 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Why nothing called `name` is served, when a component or pipeline
+    /// of that name was refused.
+    pub fn refusal(&self, name: &str) -> Option<&Refusal> {
+        self.refused
+            .iter()
+            .find(|r| r.name.as_deref() == Some(name))
+    }
+
     /// The agent called `name`.
     pub fn agent(&self, name: &str) -> Option<&Arc<AgentEntry>> {
         self.agents.get(name)

@@ -20,7 +20,9 @@ use wharf_runtime::Runtime;
 /// A file the loader did not load, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// The file.
+    /// The agent, filter or pipeline it would have served, when known.
+    pub name: Option<String>,
+    /// The file (for a pipeline, its place in the configuration).
     pub path: PathBuf,
     /// Why it was not loaded.
     pub reason: String,
@@ -40,6 +42,29 @@ pub fn load_dir(runtime: &Runtime, config: &Config, dir: &Path) -> std::io::Resu
     reload_dir(runtime, config, dir, &Snapshot::default())
 }
 
+/// One component loaded (or refused) during a scan, for progress reports.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// Components looked at so far, this one included.
+    pub done: usize,
+    /// Components in the directory.
+    pub total: usize,
+    /// How long it took (compiling, pre-initializing, `describe()`).
+    pub took: std::time::Duration,
+}
+
+/// [`load_dir`], calling `report` after each component.
+pub fn load_dir_reporting(
+    runtime: &Runtime,
+    config: &Config,
+    dir: &Path,
+    report: &(dyn Fn(Progress<'_>) + Sync),
+) -> std::io::Result<Snapshot> {
+    scan_dir(runtime, config, dir, &Snapshot::default(), Some(report))
+}
+
 /// Scans `dir` again after `previous` was loaded from it:
 /// - a file whose metadata and configuration are unchanged keeps its
 ///   loaded entry (the same `Arc`, so its route, pool and pins stay), or
@@ -54,6 +79,16 @@ pub fn reload_dir(
     config: &Config,
     dir: &Path,
     previous: &Snapshot,
+) -> std::io::Result<Snapshot> {
+    scan_dir(runtime, config, dir, previous, None)
+}
+
+fn scan_dir(
+    runtime: &Runtime,
+    config: &Config,
+    dir: &Path,
+    previous: &Snapshot,
+    report: Option<&(dyn Fn(Progress<'_>) + Sync)>,
 ) -> std::io::Result<Snapshot> {
     let root = dir.canonicalize().map_err(|e| {
         std::io::Error::new(
@@ -87,11 +122,24 @@ pub fn reload_dir(
             Ok(Some((name, stamp))) => by_name.entry(name).or_default().push((path.clone(), stamp)),
             Ok(None) => {}
             Err(reason) => {
-                scan.refuse(path, None, reason);
+                scan.refuse(None, path, None, reason);
             }
         }
     }
-    for (name, files) in by_name {
+    let total = by_name.len();
+    for (done, (name, files)) in by_name.into_iter().enumerate() {
+        let started = std::time::Instant::now();
+        let reported = name.clone();
+        let tell = || {
+            if let Some(report) = report {
+                report(Progress {
+                    name: &reported,
+                    done: done + 1,
+                    total,
+                    took: started.elapsed(),
+                });
+            }
+        };
         if files.len() > 1 {
             let list: Vec<String> = files
                 .iter()
@@ -100,15 +148,17 @@ pub fn reload_dir(
             let mut new = false;
             for (path, stamp) in &files {
                 let reason = format!("agent name `{name}` is used by {}", list.join(" and "));
-                new |= scan.refuse(path, Some(*stamp), reason);
+                new |= scan.refuse(Some(&name), path, Some(*stamp), reason);
             }
             scan.keep_previous(&name, new);
+            tell();
             continue;
         }
         let (path, stamp) = &files[0];
         if !scan.reuse(&name, path, *stamp) {
             scan.load(name, path, *stamp);
         }
+        tell();
     }
     scan.check_chains();
     scan.check_compositions();
@@ -187,7 +237,7 @@ impl Scan<'_> {
                 self.snapshot.filters.insert(name, entry);
             }
             Err(reason) => {
-                let new = self.refuse(path, Some(stamp), reason);
+                let new = self.refuse(Some(&name), path, Some(stamp), reason);
                 let changed = self
                     .previous
                     .origin(&name)
@@ -258,7 +308,7 @@ impl Scan<'_> {
             );
             // No stamp: the refusal is about the chain, not the file, and is
             // looked at again on every scan.
-            self.refuse(&entry.origin.path, None, reason);
+            self.refuse(Some(&name), &entry.origin.path, None, reason);
         }
     }
 
@@ -320,7 +370,7 @@ impl Scan<'_> {
         }
         for (name, (at, reason)) in why {
             let reason = format!("pipeline `{name}` is not served: {reason}");
-            self.refuse(Path::new(&at), None, reason);
+            self.refuse(Some(name), Path::new(&at), None, reason);
         }
         self.snapshot.compositions = served
             .into_iter()
@@ -330,8 +380,15 @@ impl Scan<'_> {
 
     /// Records a refusal; logs it unless the previous scan logged the same.
     /// Returns whether it was logged.
-    fn refuse(&mut self, path: &Path, stamp: Option<Stamp>, reason: String) -> bool {
+    fn refuse(
+        &mut self,
+        name: Option<&str>,
+        path: &Path,
+        stamp: Option<Stamp>,
+        reason: String,
+    ) -> bool {
         let refusal = Refusal {
+            name: name.map(str::to_string),
             path: path.to_path_buf(),
             reason,
             stamp,

@@ -63,7 +63,7 @@ pub fn verify(bytes: &[u8], keys: &[TrustedKey]) -> Result<String, Unverified> {
 
 /// Whether the first section after the header is the `signature` custom
 /// section, where signers put it.
-fn signature_first(bytes: &[u8]) -> bool {
+pub(crate) fn signature_first(bytes: &[u8]) -> bool {
     let mut reader = wasmparser::BinaryReader::new(bytes.get(8..).unwrap_or_default(), 8);
     let mut read = || -> wasmparser::Result<bool> {
         if reader.eof() || reader.read_u8()? != 0 {

@@ -220,11 +220,7 @@ impl AgentRoute {
     pub async fn dispatch(&self, req: Request) -> Result<Response, RouteError> {
         let started = Instant::now();
         let result = self.admit_and_call(req).await;
-        let status = match &result {
-            Ok(resp) => resp.status.as_u16(),
-            Err(err) => error_status(err),
-        };
-        self.core.metrics.request(status, started.elapsed());
+        self.core.metrics.request(started.elapsed());
         result
     }
 
@@ -337,12 +333,25 @@ impl AgentCore {
                 let (lease, outcome) = pool
                     .acquire(key, self.pins.as_ref(), &self.metrics, deadline)
                     .await?;
-                span.record("instance", lease.instance_id());
-                span.record("affinity", outcome.as_str());
+                // A retry's instance is logged by the retry, not recorded
+                // on the span again (a field recorded twice prints twice).
+                if req.attempt == 0 {
+                    span.record("instance", lease.instance_id());
+                    span.record("affinity", outcome.as_str());
+                } else {
+                    tracing::info!(
+                        instance = lease.instance_id(),
+                        "retrying on another instance"
+                    );
+                }
                 pool.run(lease, &self.entry, &req, &self.metrics).await
             }
             None => {
-                span.record("instance", "fresh");
+                if req.attempt == 0 {
+                    span.record("instance", "fresh");
+                } else {
+                    tracing::info!("retrying on a fresh instance");
+                }
                 self.fresh_call(&req).await.map_err(RouteError::Call)
             }
         }

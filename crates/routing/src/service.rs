@@ -91,6 +91,7 @@ impl Policy<Request, Response, BoxError> for RetryTrapped {
             return None;
         }
         self.left -= 1;
+        req.attempt += 1;
         self.core.metrics.retries.increment(1);
         Some(ready(()))
     }

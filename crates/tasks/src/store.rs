@@ -26,6 +26,18 @@ pub enum StoreError {
         /// What the database said.
         reason: String,
     },
+    /// Another process has the database open.
+    #[error(
+        "the task store `{}` is in use by another Wharf process{}: give this one its own (`tasks {{ path \"…\" }}`) or stop the other",
+        path.display(),
+        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    )]
+    Held {
+        /// The database.
+        path: PathBuf,
+        /// The process holding it, when it said.
+        holder: Option<u32>,
+    },
     /// A read or write failed.
     #[error("task store: {0}")]
     Database(String),

@@ -438,7 +438,13 @@ fn each_task_keeps_its_owner_and_a_list_by_owner_shows_only_theirs() {
         assert!(page.tasks.iter().all(|t| t.owner == owner));
         (ids, page.total_size)
     };
-    for store in [store, open(&path)] {
+    // As saved, then reopened (the first closed: one process at a time).
+    let mut first = Some(store);
+    for reopened in [false, true] {
+        let store = match first.take() {
+            Some(store) if !reopened => store,
+            _ => open(&path),
+        };
         assert_eq!(store.get("echo", "o1").unwrap().unwrap().owner, "bob");
         assert_eq!(store.get("echo", "o0").unwrap().unwrap().owner, "alice");
         assert_eq!(
@@ -492,4 +498,27 @@ fn a_store_from_before_owners_gains_the_column_and_its_tasks_are_anonymous() {
     assert_eq!(store.list("echo", &anonymous).unwrap().total_size, 1);
     let unfinished = store.unfinished().unwrap();
     assert_eq!(unfinished.len(), 1, "the waiting task is still known");
+}
+
+#[test]
+fn a_store_open_elsewhere_is_refused_naming_its_holder_until_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let first = SqliteStore::open(StoreOptions::new(path.clone())).unwrap();
+    let Err(err) = SqliteStore::open(StoreOptions::new(path.clone())) else {
+        panic!("a second open of a held store succeeded");
+    };
+    assert_eq!(
+        err,
+        StoreError::Held {
+            path: path.clone(),
+            holder: Some(std::process::id())
+        }
+    );
+    assert!(
+        err.to_string().contains("in use by another Wharf process"),
+        "{err}"
+    );
+    drop(first);
+    SqliteStore::open(StoreOptions::new(path)).expect("free again once closed");
 }

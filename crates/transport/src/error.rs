@@ -78,6 +78,7 @@ impl From<&PipelineError> for ApiError {
         let said = |code: &'static str, message: String| ApiError::new(status, code, message);
         match err {
             PipelineError::AgentNotFound(name) => ApiError::agent_not_found(name),
+            PipelineError::AgentRefused(..) => said("agent_refused", err.to_string()),
             PipelineError::Topic(why) => said("bad_topic", why.to_string()),
             PipelineError::Composition(_, why) => said("pipeline_failed", why.clone()),
             PipelineError::Forward(forward) => {

@@ -21,7 +21,10 @@ pub(crate) async fn healthz() -> Json<Value> {
 }
 
 pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    let text = state.pipeline.metrics().render();
+    let metrics = state.pipeline.metrics();
+    let open = state.pipeline.streams().open();
+    wharf_core::metrics::gauge(metrics.recorder(), "wharf_streams_open", vec![]).set(open as f64);
+    let text = metrics.render();
     (
         [(
             http::header::CONTENT_TYPE,
@@ -38,6 +41,7 @@ pub(crate) async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Valu
     let agents = routes.iter().map(|route| {
         let entry = &route.core.entry;
         json!({
+            "kind": "agent",
             "name": entry.origin.name,
             "world": entry.origin.world,
             "digest": entry.origin.digest,
@@ -51,6 +55,7 @@ pub(crate) async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Valu
     });
     let filters = snapshot.filters.values().map(|f| {
         json!({
+            "kind": "filter",
             "name": f.origin.name,
             "world": f.origin.world,
             "digest": f.origin.digest,
@@ -69,7 +74,23 @@ pub(crate) async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Valu
             },
         })
     });
-    let mut listed: Vec<Value> = agents.chain(filters).collect();
+    let pipelines = snapshot.compositions.values().map(|c| {
+        let steps: Vec<&str> = c.flow.steps().iter().map(|s| s.name.as_str()).collect();
+        // Healthy when every step it names that is an agent here is.
+        let healthy = steps
+            .iter()
+            .filter_map(|step| routes.get(step))
+            .all(|route| route.core.health.is_healthy());
+        json!({
+            "kind": "pipeline",
+            "name": c.name,
+            "at": c.at,
+            "steps": steps,
+            "health": { "healthy": healthy },
+            "filters": state.pipeline.chain_names(&c.name),
+        })
+    });
+    let mut listed: Vec<Value> = agents.chain(pipelines).chain(filters).collect();
     if let Some(cluster) = state.pipeline.cluster() {
         with_nodes(&mut listed, &cluster.members());
     }
@@ -85,13 +106,13 @@ fn with_nodes(listed: &mut Vec<Value>, members: &[wharf_cluster::members::Member
             by_agent.entry(agent).or_default().push(&m.node);
         }
     }
-    for entry in listed.iter_mut().filter(|e| e.get("phases").is_none()) {
+    for entry in listed.iter_mut().filter(|e| e["kind"] == "agent") {
         let name = entry["name"].as_str().unwrap_or_default().to_string();
         entry["local"] = json!(true);
         entry["nodes"] = json!(by_agent.remove(name.as_str()).unwrap_or_default());
     }
     for (agent, nodes) in by_agent {
-        listed.push(json!({ "name": agent, "local": false, "nodes": nodes }));
+        listed.push(json!({ "kind": "agent", "name": agent, "local": false, "nodes": nodes }));
     }
 }
 
@@ -121,7 +142,7 @@ pub(crate) async fn agent_health(
     let route = state
         .pipeline
         .lookup(&name)
-        .ok_or_else(|| ApiError::agent_not_found(&name))?;
+        .ok_or_else(|| ApiError::from(&state.pipeline.not_served(&name)))?;
     let mut body = health_summary(&route);
     if let Some(pool) = &route.core.pool {
         let instances: Vec<Value> = pool
@@ -177,7 +198,7 @@ pub(crate) async fn call_agent(
     let id = request.id.clone();
     traced(&id, span, async {
         let result = state.pipeline.handle(name, request, body).await;
-        answer(result).unwrap_or_else(IntoResponse::into_response)
+        answer(result)
     })
     .await
 }
@@ -200,7 +221,7 @@ pub(crate) async fn topics(
             http::Method::GET => state.pipeline.watch_topic(&name, request).await,
             _ => return StatusCode::METHOD_NOT_ALLOWED.into_response(),
         };
-        answer(result).unwrap_or_else(IntoResponse::into_response)
+        answer(result)
     })
     .await
 }

@@ -103,9 +103,21 @@ impl request::Wire for Wire {
     }
 }
 
+/// Marks an answer the pipeline has counted in `wharf_requests_total`;
+/// the router counts every other answer as the transport's own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Counted;
+
 /// The HTTP answer for what the pipeline produced: a whole or a streamed
 /// body, or the error's JSON (logged, never leaking internals).
-pub(crate) fn answer(
+pub(crate) fn answer(result: Result<request::Response, wharf_pipeline::PipelineError>) -> Response {
+    use axum::response::IntoResponse;
+    let mut out = answer_of(result).unwrap_or_else(IntoResponse::into_response);
+    out.extensions_mut().insert(Counted);
+    out
+}
+
+fn answer_of(
     result: Result<request::Response, wharf_pipeline::PipelineError>,
 ) -> Result<Response, ApiError> {
     let resp = crate::error::outcome(result)?;

@@ -1,6 +1,7 @@
 //! The HTTP routes: which handler answers which path, the whole-request
-//! timeout on agent calls, and the JSON shape of the answers the router
-//! itself gives (a timeout, an unknown route).
+//! timeout on agent calls, and the answers the router itself gives (a
+//! timeout, an unknown route, a method not allowed): JSON like every
+//! error, named by `x-request-id`, and counted as the transport's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,13 +12,22 @@ use axum::routing::{any, get};
 use http::StatusCode;
 use tower_http::timeout::TimeoutLayer;
 
+use axum::extract::State;
+use wharf_core::metrics::Stage;
+use wharf_core::request::next_request_id;
+
 use crate::error::ApiError;
 use crate::http::{agent_health, call_agent, cluster, healthz, list_agents, metrics, topics};
-use crate::ingress::AppState;
+use crate::ingress::{AppState, Counted, mark};
 
 /// The routes, with the whole-request timeout (tower-http) on agent calls.
 pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
     let agents = Router::new()
+        // GET of an agent's health is the host's; other methods are the agent's.
+        .route(
+            "/agents/{name}/health",
+            get(agent_health).fallback(call_agent),
+        )
         .route("/agents/{name}", any(call_agent))
         .route("/agents/{name}/", any(call_agent))
         .route("/agents/{name}/{*rest}", any(call_agent))
@@ -30,16 +40,68 @@ pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
             request_timeout,
         ))
         .layer(axum::middleware::map_response(timeout_as_json));
-    Router::new()
+    let routes = Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/agents", get(list_agents))
         .route("/cluster", get(cluster))
-        .route("/agents/{name}/health", get(agent_health))
         .route("/.well-known/agent-card.json", get(crate::a2a::host_card))
         .merge(agents)
         .fallback(not_found)
-        .with_state(state)
+        .with_state(state.clone());
+    // Around the whole router (not each route), so the answers it gives
+    // itself are seen whole: a 405 with its `Allow`.
+    Router::new()
+        .fallback_service(routes)
+        .layer(axum::middleware::map_response_with_state(
+            state,
+            transport_answer,
+        ))
+}
+
+/// An answer the pipeline did not give (it counts its own): counted as the
+/// transport's, a bare 405 made JSON, and named by an `x-request-id`.
+async fn transport_answer(State(state): State<Arc<AppState>>, response: Response) -> Response {
+    if response.extensions().get::<Counted>().is_some() {
+        return response;
+    }
+    let mut response = if response.status() == StatusCode::METHOD_NOT_ALLOWED
+        && !response.headers().contains_key(http::header::CONTENT_TYPE)
+    {
+        method_not_allowed(response)
+    } else {
+        response
+    };
+    let status = response.status().as_u16();
+    state
+        .pipeline
+        .metrics()
+        .unnamed()
+        .count(Stage::Transport, status);
+    if !response.headers().contains_key("x-request-id") {
+        mark(response.headers_mut(), &next_request_id());
+    }
+    response
+}
+
+/// `405 method_not_allowed` in JSON, keeping the router's `Allow`.
+fn method_not_allowed(bare: Response) -> Response {
+    let allow = bare.headers().get(http::header::ALLOW).cloned();
+    let listed = allow
+        .as_ref()
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let mut response = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("this route answers only {listed}"),
+    )
+    .into_response();
+    if let Some(allow) = allow {
+        response.headers_mut().insert(http::header::ALLOW, allow);
+    }
+    response
 }
 
 /// Gives the timeout layer's bare 408 the same JSON shape as every error.

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use metrics::Counter;
+use metrics::{Counter, Gauge};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// How long an acquire waits for an evicted connection to let go of its
@@ -26,6 +26,8 @@ pub struct Slots {
     live: Mutex<Vec<Arc<State>>>,
     started: Instant,
     evicted: Counter,
+    /// Connections holding a slot now.
+    open: Gauge,
 }
 
 /// One connection's state, shared with the slots that may evict it.
@@ -52,13 +54,15 @@ pub struct Busy {
 }
 
 impl Slots {
-    /// Slots for `limit` connections, counting evictions on `evicted`.
-    pub fn new(limit: usize, evicted: Counter) -> Arc<Slots> {
+    /// Slots for `limit` connections, counting evictions on `evicted` and
+    /// the connections open on `open`.
+    pub fn new(limit: usize, evicted: Counter, open: Gauge) -> Arc<Slots> {
         Arc::new(Slots {
             permits: Arc::new(Semaphore::new(limit)),
             live: Mutex::new(Vec::with_capacity(limit.min(4096))),
             started: Instant::now(),
             evicted,
+            open,
         })
     }
 
@@ -93,6 +97,7 @@ impl Slots {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(state.clone());
+        self.open.increment(1.0);
         Slot {
             state,
             slots: self.clone(),
@@ -143,6 +148,7 @@ impl Drop for Slot {
         if let Some(i) = live.iter().position(|s| Arc::ptr_eq(s, &self.state)) {
             live.swap_remove(i);
         }
+        self.slots.open.decrement(1.0);
     }
 }
 
@@ -161,7 +167,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_set_evicts_the_connection_idle_longest() {
-        let slots = Slots::new(2, Counter::noop());
+        let slots = Slots::new(2, Counter::noop(), Gauge::noop());
         let first = slots.acquire().await;
         tokio::time::sleep(Duration::from_millis(5)).await;
         let second = slots.acquire().await;

@@ -480,25 +480,19 @@ async fn filters_see_a2a_calls_and_a_turn_is_bounded() {
         .unwrap();
     assert!(why.contains("more than 10000 events"), "{why}");
 
-    // The turns went through the agent's route: its metrics counted them.
-    let metrics = get(&server.url("/metrics")).await.text();
-    let count = |status: &str| {
-        metrics
-            .lines()
-            .find(|l| {
-                l.starts_with("wharf_requests_total")
-                    && l.contains("agent=\"scribe\"")
-                    && l.contains(&format!("status=\"{status}\""))
-            })
-            .unwrap_or_else(|| panic!("no {status} count for scribe:\n{metrics}"))
-            .rsplit(' ')
-            .next()
-            .unwrap()
-            .to_string()
+    // The turns went through the agent's route: its metrics counted them
+    // (three turns, one cut off at its deadline), and every answer the
+    // client had is counted with the stage that gave it.
+    let turns = r#"wharf_request_duration_seconds_count{agent="scribe"}"#;
+    assert_eq!(metric(&server, turns).await, 3.0);
+    let cut = r#"wharf_deadline_exceeded_total{agent="scribe"}"#;
+    assert_eq!(metric(&server, cut).await, 1.0);
+    let answered = |stage: &str, status: &str| {
+        format!(r#"wharf_requests_total{{agent="scribe",stage="{stage}",status="{status}"}}"#)
     };
-    assert_eq!(count("200"), "1");
-    assert_eq!(count("504"), "1");
-    assert_eq!(count("502"), "1");
+    assert_eq!(metric(&server, &answered("filter", "401")).await, 1.0);
+    // Three sends and the list of tasks, each answered 200 on the agent's route.
+    assert_eq!(metric(&server, &answered("agent", "200")).await, 4.0);
     server.stop().await;
 }
 

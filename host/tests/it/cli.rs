@@ -7,13 +7,15 @@ use std::time::Duration;
 
 use crate::common::*;
 
-fn wharf() -> Command {
+pub(crate) fn wharf() -> Command {
     Command::new(env!("CARGO_BIN_EXE_wharf"))
 }
 
 #[test]
 fn check_accepts_a_valid_file_and_rejects_an_invalid_one() {
     let dir = tempfile::tempdir().unwrap();
+    // `check` reads the agents directory the file names (here the default).
+    std::fs::create_dir(dir.path().join("agents")).unwrap();
     let good = dir.path().join("good.kdl");
     std::fs::write(
         &good,
@@ -276,7 +278,7 @@ async fn sighup_reloads_the_configuration_and_the_agents() {
 }
 
 /// Waits (up to a minute) for a `wharf serve` at `base` to answer `/healthz`.
-async fn wait_ready(base: &str) {
+pub(crate) async fn wait_ready(base: &str) {
     for _ in 0..600 {
         let probe = client().get(format!("{base}/healthz").parse().unwrap());
         if let Ok(Ok(resp)) = tokio::time::timeout(Duration::from_secs(1), probe).await
@@ -290,7 +292,7 @@ async fn wait_ready(base: &str) {
 }
 
 /// Kills the server even when an assertion fails.
-struct KillOnDrop(std::process::Child);
+pub(crate) struct KillOnDrop(pub(crate) std::process::Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {

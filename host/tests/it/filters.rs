@@ -402,9 +402,11 @@ agent "echo" { filters "w" "absent" }
     assert_eq!(reply.status, 503);
     let reply = call(&server, "mirror", &[], "").await;
     assert_eq!(reply.headers["x-probe-w-calls"], "2");
-    // The agent whose chain names a filter that is not there is not served.
+    // The agent whose chain names a filter that is not there is not
+    // served, and says why.
     let reply = call(&server, "echo", &[], "x").await;
-    assert_eq!(reply.status, 404, "{}", reply.text());
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    assert_eq!(reply.error_code(), "agent_refused");
     let refused = server.pipeline().registry().snapshot().refused.clone();
     assert!(
         refused

@@ -391,7 +391,7 @@ async fn unsigned_wrongly_signed_and_unpinned_components_are_refused() {
             .unwrap()
             .contains("not signed")
     );
-    assert_eq!(post(&server.url("/agents/echo"), "x").await.status, 404);
+    assert_eq!(post(&server.url("/agents/echo"), "x").await.status, 503);
     let list = get(&server.url("/agents")).await.json();
     assert!(
         list[0]["signed_by"]
@@ -522,7 +522,7 @@ async fn a_change_of_trust_or_pins_verifies_every_loaded_component_again() {
     // serving stops, though its file did not change; the signed one stays.
     site.write_config("trust { key \"release.pub\" }\n");
     wait_until("the unsigned echo unserved", || async {
-        status("echo").await == 404
+        status("echo").await == 503
     })
     .await;
     assert!(
@@ -536,7 +536,7 @@ async fn a_change_of_trust_or_pins_verifies_every_loaded_component_again() {
     // vouches for stops too.
     site.write_config("trust { key \"other.pub\" }\n");
     wait_until("version unserved under the other key", || async {
-        status("version").await == 404
+        status("version").await == 503
     })
     .await;
 
@@ -551,7 +551,7 @@ async fn a_change_of_trust_or_pins_verifies_every_loaded_component_again() {
         sha256(b"something else")
     ));
     wait_until("version unserved by its pin", || async {
-        status("version").await == 404
+        status("version").await == 503
     })
     .await;
     assert!(

@@ -304,7 +304,7 @@ async fn a_trapped_call_is_retried_once_on_a_new_instance() {
     assert_eq!(
         metric(
             &server,
-            r#"wharf_requests_total{agent="trap",status="500"}"#
+            r#"wharf_requests_total{agent="trap",stage="agent",status="500"}"#
         )
         .await,
         1.0
@@ -372,7 +372,7 @@ async fn metrics_and_health_endpoints_describe_what_happened() {
     assert_eq!(
         metric(
             &server,
-            r#"wharf_requests_total{agent="echo",status="200"}"#
+            r#"wharf_requests_total{agent="echo",stage="agent",status="200"}"#
         )
         .await,
         3.0

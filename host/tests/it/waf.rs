@@ -274,7 +274,13 @@ agent "mirror" {{
         reasons.iter().any(|r| r.contains("agent `mirror`")),
         "{reasons:?}"
     );
-    assert_eq!(get(&server.url("/agents/mirror")).await.status, 404);
+    let refused = get(&server.url("/agents/mirror")).await;
+    assert_eq!(refused.status, 503);
+    assert!(
+        refused.text().contains("which did not load"),
+        "{}",
+        refused.text()
+    );
     assert_eq!(post(&server.url("/agents/echo"), "up").await.text(), "up");
     server.stop().await;
 }

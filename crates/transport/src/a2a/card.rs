@@ -22,7 +22,7 @@ const MODES: [&str; 2] = ["text/plain", "application/json"];
 
 pub(super) fn serve(state: &AppState, name: &str, headers: &HeaderMap) -> Response {
     let Some(route) = state.pipeline.lookup(name) else {
-        return ApiError::agent_not_found(name).into_response();
+        return ApiError::from(&state.pipeline.not_served(name)).into_response();
     };
     let entry = &route.core.entry;
     if !entry.image.serves_a2a() {

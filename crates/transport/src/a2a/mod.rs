@@ -57,7 +57,7 @@ pub(super) async fn call(
         return card::serve(&state, &name, req.headers()).into_response();
     }
     let Some(route) = state.pipeline.lookup(&name) else {
-        return ApiError::agent_not_found(&name).into_response();
+        return ApiError::from(&state.pipeline.not_served(&name)).into_response();
     };
     if !route.core.entry.image.serves_a2a() {
         return ApiError::new(
@@ -87,7 +87,7 @@ pub(super) async fn call(
             .pipeline
             .handle_with(&name, request, body, &terminal)
             .await;
-        answer(result).unwrap_or_else(IntoResponse::into_response)
+        answer(result)
     })
     .await
 }

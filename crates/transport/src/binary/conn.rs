@@ -187,6 +187,7 @@ async fn answer(shared: &Shared, frame: Bytes, client: Option<SocketAddr>) -> Ve
         Ok(req) => req,
         Err(err) => {
             shared.metrics.fault("bad_frame");
+            shared.transport_answer(400);
             return vec![frame::error_frame(err.id, 400, "bad_frame", &err.message, None).freeze()];
         }
     };
@@ -195,6 +196,7 @@ async fn answer(shared: &Shared, frame: Bytes, client: Option<SocketAddr>) -> Ve
         Ok(pair) => pair,
         Err(message) => {
             shared.metrics.fault("bad_frame");
+            shared.transport_answer(400);
             return vec![frame::error_frame(Some(id), 400, "bad_frame", &message, None).freeze()];
         }
     };
@@ -207,11 +209,14 @@ async fn answer(shared: &Shared, frame: Bytes, client: Option<SocketAddr>) -> Ve
         .await;
     let resp = match result {
         Ok(result) => crate::error::outcome(result),
-        Err(_) => Err(ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "request_timeout",
-            "the request did not complete in time",
-        )),
+        Err(_) => Err({
+            shared.transport_answer(408);
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                "the request did not complete in time",
+            )
+        }),
     };
     match resp {
         Ok(resp) => match resp.gathered().await {

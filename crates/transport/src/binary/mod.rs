@@ -45,6 +45,14 @@ pub struct Shared {
     metrics: BinaryMetrics,
 }
 
+impl Shared {
+    /// Counts an answer the transport gave itself (a bad frame, a timeout).
+    pub(crate) fn transport_answer(&self, status: u16) {
+        let answers = self.state.pipeline.metrics().unnamed();
+        answers.count(wharf_core::metrics::Stage::Transport, status);
+    }
+}
+
 /// Connection faults, each counted under its code.
 const FAULTS: [&str; 5] = [
     "bad_frame",

@@ -1,0 +1,164 @@
+//! What a start says while it works: a line for a step that takes over a
+//! second, a progress bar over the components when stderr is a terminal
+//! (a line per slow component otherwise), and, once ready, where Wharf
+//! listens and what it serves there.
+
+use std::fmt;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use crate::registry::Progress;
+
+/// A step slower than this is announced, and its time reported.
+const SLOW: Duration = Duration::from_secs(1);
+
+/// Runs `work`, saying `what` is under way once it has taken a second and
+/// how long it took when it ends.
+pub async fn step<T>(what: &str, work: impl Future<Output = T>) -> T {
+    let started = Instant::now();
+    tokio::pin!(work);
+    tokio::select! {
+        out = &mut work => return out,
+        () = tokio::time::sleep(SLOW) => {
+            tracing::info!("{what} (compiling components on a first start; later starts use the compile cache)…");
+        }
+    }
+    let out = work.await;
+    tracing::info!("{what}: done in {:.1} s", started.elapsed().as_secs_f64());
+    out
+}
+
+/// Progress over the components of the agents directory.
+pub struct LoadProgress {
+    /// A bar, when stderr is a terminal.
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl LoadProgress {
+    /// A bar on a terminal; log lines otherwise.
+    pub fn new() -> LoadProgress {
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let bar = terminal.then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            let style = indicatif::ProgressStyle::with_template(
+                "  loading {pos}/{len} [{bar:30}] {msg} ({elapsed})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> ");
+            bar.set_style(style);
+            bar
+        });
+        LoadProgress { bar }
+    }
+
+    /// One component done.
+    pub fn loaded(&self, p: Progress<'_>) {
+        match &self.bar {
+            Some(bar) => {
+                bar.set_length(p.total as u64);
+                bar.set_position(p.done as u64);
+                bar.set_message(p.name.to_string());
+            }
+            None if p.took >= SLOW => tracing::info!(
+                "loaded `{}` ({}/{}) in {:.1} s",
+                p.name,
+                p.done,
+                p.total,
+                p.took.as_secs_f64()
+            ),
+            None => {}
+        }
+    }
+
+    /// The bar goes once every component is loaded.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Default for LoadProgress {
+    fn default() -> Self {
+        LoadProgress::new()
+    }
+}
+
+/// Where a started Wharf listens and what it serves there.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    /// `http://ADDR`.
+    pub url: String,
+    /// The binary transport's Unix socket and TCP address, when on.
+    pub binary: Vec<String>,
+    /// Agents served, with the A2A ones marked.
+    pub agents: Vec<(String, bool)>,
+    /// Pipeline blocks served.
+    pub pipelines: Vec<String>,
+    /// Filters loaded.
+    pub filters: Vec<String>,
+    /// Components refused, with the reason.
+    pub refused: Vec<String>,
+}
+
+impl Ready {
+    pub(crate) fn of(app: &crate::app::App) -> Ready {
+        let pipeline = &app.state.pipeline;
+        let snapshot = pipeline.registry().snapshot();
+        let agents = pipeline
+            .routes()
+            .iter()
+            .map(|r| (r.name().to_string(), r.core.entry.image.serves_a2a()))
+            .collect();
+        let mut binary = Vec::new();
+        if let Some(path) = app.binary_unix_path() {
+            binary.push(format!("unix:{}", path.display()));
+        }
+        if let Some(addr) = app.binary_tcp_addr() {
+            binary.push(format!("tcp://{addr}"));
+        }
+        Ready {
+            url: format!("http://{}", app.local_addr()),
+            binary,
+            agents,
+            pipelines: snapshot.compositions.keys().cloned().collect(),
+            filters: snapshot.filters.keys().cloned().collect(),
+            refused: snapshot.refused.iter().map(|r| r.to_string()).collect(),
+        }
+    }
+}
+
+/// The lines `wharf serve` prints once it is ready.
+impl fmt::Display for Ready {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let url = &self.url;
+        writeln!(f, "Wharf {} is serving on {url}", crate::VERSION)?;
+        if self.agents.is_empty() && self.pipelines.is_empty() {
+            writeln!(
+                f,
+                "  no agents: put .wasm components in the agents directory"
+            )?;
+        }
+        for (name, a2a) in &self.agents {
+            write!(f, "  agent     {url}/agents/{name}")?;
+            if *a2a {
+                write!(f, "   (A2A: {url}/a2a/{name})")?;
+            }
+            writeln!(f)?;
+        }
+        for name in &self.pipelines {
+            writeln!(f, "  pipeline  {url}/agents/{name}")?;
+        }
+        if !self.filters.is_empty() {
+            writeln!(f, "  filters   {}", self.filters.join(", "))?;
+        }
+        for place in &self.binary {
+            writeln!(f, "  binary    {place}")?;
+        }
+        writeln!(f, "  agents list {url}/agents, metrics {url}/metrics")?;
+        for refusal in &self.refused {
+            writeln!(f, "  {refusal}")?;
+        }
+        write!(f, "Press Ctrl-C to stop.")
+    }
+}
