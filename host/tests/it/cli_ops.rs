@@ -342,3 +342,24 @@ async fn a_retried_trap_is_logged_with_its_instance_once() {
     assert_eq!(line.matches("instance=").count(), 1, "{line}");
     assert!(logged.contains("retrying on a fresh instance"), "{logged}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_start_says_what_it_is_doing() {
+    // `describe()` sleeping two seconds makes loading take over a second.
+    let dir = project(&["sleeper"]);
+    let port = free_port();
+    let slow = "agent \"sleeper\" {\n    config {\n        describe-sleep \"2\"\n    }\n}\n";
+    write_config(dir.path(), port, "tasks.db", slow);
+    let _server = serve(dir.path(), &[]);
+    wait_ready(&format!("http://127.0.0.1:{port}")).await;
+    let log = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+    assert!(
+        log.contains("loading the agents directory (compiling components"),
+        "{log}"
+    );
+    assert!(log.contains("loaded `sleeper` (1/1) in "), "{log}");
+    assert!(
+        log.contains("loading the agents directory: done in "),
+        "{log}"
+    );
+}
