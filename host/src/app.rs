@@ -354,6 +354,7 @@ impl App {
             router,
             self.config.server,
             http_slots,
+            self.state.pipeline.metrics().unnamed().clone(),
             shutdown,
         )
         .await;

@@ -133,7 +133,7 @@ wrk.headers["user-agent"] = "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0"
 LUA
 
 RUST_LOG=warn "$release/examples/bare-echo" 127.0.0.1:9001 &
-RUST_LOG=warn "$release/wharf" serve --config "$work/wharf.kdl" &
+RUST_LOG=warn "$release/wharf" serve --config "$work/wharf.kdl" >&2 &
 for _ in $(seq 1 100); do
     curl -sf -o /dev/null http://127.0.0.1:9002/healthz && curl -sf -o /dev/null -d x http://127.0.0.1:9001/ && break
     sleep 0.2
@@ -144,7 +144,7 @@ if [ -n "${WHARF_BEFORE:-}" ]; then
     sed -e 's/^listen "127.0.0.1:9002"/listen "127.0.0.1:9003"/' \
         -e 's/^tasks { path "tasks.db"; }/tasks { path "tasks-before.db"; }/' \
         "$work/wharf.kdl" > "$work/before.kdl"
-    RUST_LOG=warn "$WHARF_BEFORE" serve --config "$work/before.kdl" &
+    RUST_LOG=warn "$WHARF_BEFORE" serve --config "$work/before.kdl" >&2 &
     for _ in $(seq 1 100); do
         curl -sf -o /dev/null http://127.0.0.1:9003/healthz && break
         sleep 0.2

@@ -103,18 +103,13 @@ impl request::Wire for Wire {
     }
 }
 
-/// Marks an answer the pipeline has counted in `wharf_requests_total`;
-/// the router counts every other answer as the transport's own.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Counted;
-
-/// The HTTP answer for what the pipeline produced: a whole or a streamed
-/// body, or the error's JSON (logged, never leaking internals).
+/// The HTTP answer for what the pipeline produced (and counted): a whole
+/// or a streamed body, or the error's JSON (logged, never leaking
+/// internals). [`traced`] names it by its request's id, which tells it
+/// from the transport's own answers as it leaves.
 pub(crate) fn answer(result: Result<request::Response, wharf_pipeline::PipelineError>) -> Response {
     use axum::response::IntoResponse;
-    let mut out = answer_of(result).unwrap_or_else(IntoResponse::into_response);
-    out.extensions_mut().insert(Counted);
-    out
+    answer_of(result).unwrap_or_else(IntoResponse::into_response)
 }
 
 fn answer_of(

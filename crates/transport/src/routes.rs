@@ -1,7 +1,8 @@
 //! The HTTP routes: which handler answers which path, the whole-request
 //! timeout on agent calls, and the answers the router itself gives (a
 //! timeout, an unknown route, a method not allowed): JSON like every
-//! error, named by `x-request-id`, and counted as the transport's.
+//! error, named by `x-request-id`, and counted as the transport's
+//! ([`finish`], applied to every answer as it leaves).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,13 +13,12 @@ use axum::routing::{any, get};
 use http::StatusCode;
 use tower_http::timeout::TimeoutLayer;
 
-use axum::extract::State;
-use wharf_core::metrics::Stage;
+use wharf_core::metrics::{Answers, Stage};
 use wharf_core::request::next_request_id;
 
 use crate::error::ApiError;
 use crate::http::{agent_health, call_agent, cluster, healthz, list_agents, metrics, topics};
-use crate::ingress::{AppState, Counted, mark};
+use crate::ingress::{AppState, mark};
 
 /// The routes, with the whole-request timeout (tower-http) on agent calls.
 pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
@@ -40,7 +40,7 @@ pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
             request_timeout,
         ))
         .layer(axum::middleware::map_response(timeout_as_json));
-    let routes = Router::new()
+    Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/agents", get(list_agents))
@@ -48,21 +48,14 @@ pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/.well-known/agent-card.json", get(crate::a2a::host_card))
         .merge(agents)
         .fallback(not_found)
-        .with_state(state.clone());
-    // Around the whole router (not each route), so the answers it gives
-    // itself are seen whole: a 405 with its `Allow`.
-    Router::new()
-        .fallback_service(routes)
-        .layer(axum::middleware::map_response_with_state(
-            state,
-            transport_answer,
-        ))
+        .with_state(state)
 }
 
-/// An answer the pipeline did not give (it counts its own): counted as the
-/// transport's, a bare 405 made JSON, and named by an `x-request-id`.
-async fn transport_answer(State(state): State<Arc<AppState>>, response: Response) -> Response {
-    if response.extensions().get::<Counted>().is_some() {
+/// Every answer as it leaves the router. One the pipeline gave is named by
+/// its `x-request-id` already (and counted); any other is the
+/// transport's own: counted so, a bare 405 made JSON, and named.
+pub(crate) fn finish(response: Response, unnamed: &Answers) -> Response {
+    if response.headers().contains_key("x-request-id") {
         return response;
     }
     let mut response = if response.status() == StatusCode::METHOD_NOT_ALLOWED
@@ -72,15 +65,8 @@ async fn transport_answer(State(state): State<Arc<AppState>>, response: Response
     } else {
         response
     };
-    let status = response.status().as_u16();
-    state
-        .pipeline
-        .metrics()
-        .unnamed()
-        .count(Stage::Transport, status);
-    if !response.headers().contains_key("x-request-id") {
-        mark(response.headers_mut(), &next_request_id());
-    }
+    unnamed.count(Stage::Transport, response.status().as_u16());
+    mark(response.headers_mut(), &next_request_id());
     response
 }
 

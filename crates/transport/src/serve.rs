@@ -21,6 +21,7 @@ use super::slots::{Busy, Slot, Slots};
 use super::stall::WriteTimeout;
 
 use wharf_config::Server;
+use wharf_core::metrics::Answers;
 
 /// Most HTTP/2 streams one connection may have open at once.
 const MAX_H2_STREAMS: u32 = 256;
@@ -33,12 +34,14 @@ const MAX_H2_PENDING_RESETS: usize = 20;
 const MAX_H2_ERROR_RESETS: usize = 256;
 
 /// Serves `app` on `listener` until `shutdown` resolves, then waits up to
-/// the grace period for open connections to finish.
+/// the grace period for open connections to finish. Answers the pipeline
+/// did not give are counted in `unnamed` as the transport's.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     settings: Server,
     slots: Arc<Slots>,
+    unnamed: Arc<Answers>,
     shutdown: impl Future<Output = ()>,
 ) {
     let mut builder = Builder::new(TokioExecutor::new());
@@ -82,7 +85,12 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = hyper::service::service_fn(with_client(app.clone(), remote, slot.clone()));
+        let service = hyper::service::service_fn(with_client(
+            app.clone(),
+            remote,
+            slot.clone(),
+            unnamed.clone(),
+        ));
         let conn = builder
             .serve_connection_with_upgrades(
                 TokioIo::new(WriteTimeout::new(stream, settings.write_timeout)),
@@ -116,18 +124,21 @@ type Answer = std::pin::Pin<
 >;
 
 /// Tags each request with the client's address and marks the connection
-/// busy until the response body has been sent, then hands it to the router.
+/// busy until the response body has been sent, then hands it to the
+/// router; its answer leaves through [`finish`](super::routes::finish).
 fn with_client(
     app: Router,
     remote: SocketAddr,
     slot: Arc<Slot>,
+    unnamed: Arc<Answers>,
 ) -> impl Fn(hyper::Request<Incoming>) -> Answer + Clone {
     move |mut req: hyper::Request<Incoming>| {
         let busy = slot.busy();
         req.extensions_mut().insert(ConnectInfo(remote));
         let answer = app.clone().call(req);
+        let unnamed = unnamed.clone();
         Box::pin(async move {
-            let resp = answer.await?;
+            let resp = super::routes::finish(answer.await?, &unnamed);
             Ok(resp.map(|body| axum::body::Body::new(Guarded { body, _busy: busy })))
         })
     }
