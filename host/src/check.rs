@@ -74,26 +74,8 @@ fn scan(config: &Config) -> Result<BTreeMap<String, Found>, String> {
         if hidden || !wasm || !wharf_config::valid_agent_name(stem) {
             continue;
         }
-        let what = match read(&path, config.server.component_size) {
-            Ok(bytes) => {
-                wharf_registry::world_of(&bytes).unwrap_or_else(|e| Found::Unusable(e.to_string()))
-            }
-            Err(why) => Found::Unusable(why),
-        };
+        let what = wharf_registry::world_of_file(&path, config.server.component_size);
         found.insert(stem.to_string(), what);
     }
     Ok(found)
-}
-
-fn read(path: &Path, max: u64) -> Result<Vec<u8>, String> {
-    let len = std::fs::metadata(path)
-        .map_err(|e| format!("cannot stat it: {e}"))?
-        .len();
-    if len > max {
-        return Err(format!(
-            "it is {len} bytes, over the limit of {}",
-            wharf_config::format_size(max)
-        ));
-    }
-    std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))
 }

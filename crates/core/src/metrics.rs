@@ -52,8 +52,8 @@ const SHED_REASONS: [&str; 4] = ["concurrency", "queue", "breaker", "rate_limit"
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Stage {
     /// The transport itself: an unknown route, a method not allowed, a
-    /// whole-request timeout, a body it could not read, a protocol's own
-    /// answer (an A2A card, a task read from the store).
+    /// whole-request timeout, a body it could not read or that was too
+    /// large, the host's own endpoints (`/metrics`, `/agents`, an A2A card).
     Transport = 0,
     /// An inspection filter (a block, a redirect, a changed response, a
     /// filter that failed closed).

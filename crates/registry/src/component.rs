@@ -27,6 +27,16 @@ pub enum NotAComponent {
     NotWasm,
 }
 
+/// [`world_of`] the file at `path`, read as the loader reads it (at most
+/// `max` bytes); a file that cannot be read is unusable, with why.
+pub fn world_of_file(path: &std::path::Path, max: u64) -> wharf_config::check::Found {
+    use wharf_config::check::Found;
+    match crate::read_capped(path, max) {
+        Ok(bytes) => world_of(&bytes).unwrap_or_else(|e| Found::Unusable(e.to_string())),
+        Err(why) => Found::Unusable(why),
+    }
+}
+
 /// The world a component's exports say it fits, read from its export
 /// section alone (no compiling): what `wharf check` knows of a file. The
 /// loader still checks every import and type when it serves it.

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use serde::Serialize;
 
-pub use component::{NotAComponent, check_component, world_of};
+pub use component::{NotAComponent, check_component, world_of, world_of_file};
 pub(crate) use entry::digest;
 pub(crate) use load::read_capped;
 pub use load::{Progress, Refusal, load_dir, load_dir_reporting, reload_dir};

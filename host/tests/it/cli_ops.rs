@@ -174,14 +174,35 @@ fn write_config(dir: &std::path::Path, port: u16, tasks: &str, more: &str) {
     std::fs::write(dir.join("wharf.kdl"), text).unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn serve_names_its_urls_when_ready_and_writes_json_logs() {
-    let dir = project(&["echo", "scribe"]);
+/// A project of `names` served by `wharf serve` (`args` before `serve`) on
+/// a free port with `more` in its configuration, and ready.
+struct Served {
+    /// Killed first, then the directory goes.
+    server: KillOnDrop,
+    dir: tempfile::TempDir,
+    port: u16,
+    base: String,
+}
+
+async fn served(names: &[&str], more: &str, args: &[&str]) -> Served {
+    let dir = project(names);
     let port = free_port();
-    write_config(dir.path(), port, "tasks.db", "");
-    let _server = serve(dir.path(), &["--log-format", "json"]);
+    write_config(dir.path(), port, "tasks.db", more);
+    let server = serve(dir.path(), args);
     let base = format!("http://127.0.0.1:{port}");
     wait_ready(&base).await;
+    Served {
+        server,
+        dir,
+        port,
+        base,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_names_its_urls_when_ready_and_writes_json_logs() {
+    let Served { dir, base, .. } =
+        &served(&["echo", "scribe"], "", &["--log-format", "json"]).await;
     let stdout = || std::fs::read_to_string(dir.path().join("stdout")).unwrap();
     wait_until("the ready lines", || async { stdout().contains("Ctrl-C") }).await;
     let ready = stdout();
@@ -209,11 +230,9 @@ async fn serve_names_its_urls_when_ready_and_writes_json_logs() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_busy_port_and_a_held_task_store_are_refused_before_anything_loads() {
-    let first = project(&["echo"]);
-    let port = free_port();
-    write_config(first.path(), port, "tasks.db", "");
-    let _running = serve(first.path(), &[]);
-    wait_ready(&format!("http://127.0.0.1:{port}")).await;
+    let running = served(&["echo"], "", &[]).await;
+    let first = &running.dir;
+    let port = running.port;
 
     // The same port: refused, and nothing was compiled for it.
     let second = project(&["echo"]);
@@ -255,19 +274,16 @@ fn refused_start(dir: &std::path::Path) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_ctrl_c_exits_without_waiting_for_the_grace_period() {
-    let dir = project(&["sleeper"]);
-    let port = free_port();
-    write_config(
-        dir.path(),
-        port,
-        "tasks.db",
+    let Served {
+        server, dir, base, ..
+    } = served(
+        &["sleeper"],
         "server {\n    shutdown-grace \"120s\"\n    request-timeout \"120s\"\n}\n\
          agent \"sleeper\" {\n    deadline \"120s\"\n}\n",
-    );
-    let server = serve(dir.path(), &[]);
+        &[],
+    )
+    .await;
     let pid = server.0.id().to_string();
-    let base = format!("http://127.0.0.1:{port}");
-    wait_ready(&base).await;
     // A request that holds its connection for a minute.
     let slow = tokio::spawn({
         let url = format!("{base}/agents/sleeper");
@@ -321,12 +337,7 @@ async fn a_second_ctrl_c_exits_without_waiting_for_the_grace_period() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_retried_trap_is_logged_with_its_instance_once() {
-    let dir = project(&["trap"]);
-    let port = free_port();
-    write_config(dir.path(), port, "tasks.db", "");
-    let _server = serve(dir.path(), &[]);
-    let base = format!("http://127.0.0.1:{port}");
-    wait_ready(&base).await;
+    let Served { dir, base, .. } = &served(&["trap"], "", &[]).await;
     assert_eq!(post(&format!("{base}/agents/trap"), "").await.status, 500);
     let log = || std::fs::read_to_string(dir.path().join("stderr")).unwrap();
     wait_until("the failed request logged", || async {
@@ -346,12 +357,8 @@ async fn a_retried_trap_is_logged_with_its_instance_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_start_says_what_it_is_doing() {
     // `describe()` sleeping two seconds makes loading take over a second.
-    let dir = project(&["sleeper"]);
-    let port = free_port();
     let slow = "agent \"sleeper\" {\n    config {\n        describe-sleep \"2\"\n    }\n}\n";
-    write_config(dir.path(), port, "tasks.db", slow);
-    let _server = serve(dir.path(), &[]);
-    wait_ready(&format!("http://127.0.0.1:{port}")).await;
+    let Served { dir, .. } = &served(&["sleeper"], slow, &[]).await;
     let log = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
     assert!(
         log.contains("loading the agents directory (compiling components"),
