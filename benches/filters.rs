@@ -4,12 +4,14 @@
 //! - `filter_overhead`: a header-phase filter that allows (`allow`), warm
 //!   and fresh; the `auth` (HS256 JWT) + `headers` chain;
 //! - `waf`: the baseline rules and the embedded OWASP Core Rule Set 4 at
-//!   paranoia level 1: clean 1 KiB and 64 KiB form posts, 64 KiB of ~4,700
+//!   paranoia level 1: clean 1 KiB and 64 KiB form posts, 64 KiB of ~7,400
 //!   short fields, and an attack; warm instances, and fresh instances
 //!   started from the `preinit` snapshot (for the baseline also without
 //!   it, each instance compiling the rules); beside the old engine
 //!   (zentinel-modsec) when `scripts/bench/waf-old-engine.sh` has built it;
 //!   and the filter built with wasm SIMD when `scripts/bench/waf-simd.sh` has;
+//!   and an earlier revision of the filter (`*_before` rows) when
+//!   `scripts/bench/waf-at.sh REV` has built it;
 //! - `waf_curve`: CRS over a clean form from 1 KiB to about 1 MiB.
 //!
 //! Run with `cargo bench --bench filters`; results go in BENCHMARKS.md.
@@ -112,6 +114,12 @@ fn simd_build() -> bool {
     common::guests_dir().join("waf-simd.wasm").is_file()
 }
 
+/// The `waf` component of an earlier revision, when
+/// `scripts/bench/waf-at.sh REV` has built it.
+fn before_build() -> bool {
+    common::guests_dir().join("waf-before.wasm").is_file()
+}
+
 /// A form of `fields` short fields (`f0=ab&f1=ab&…`) up to `bytes`.
 fn many_fields(bytes: usize) -> Vec<u8> {
     let mut body = Vec::with_capacity(bytes + 16);
@@ -193,6 +201,22 @@ fn waf(c: &mut Criterion) {
         );
         guests.extend([("crs-simd-echo", "echo"), ("crs-simd", "waf-simd")]);
     }
+    let before = before_build();
+    if before {
+        kdl.push_str(
+            r#"filter "waf-before" { instances { mode "warm"; max 2 }; deadline "10s"; config { max-time-ms 5000 } }
+            filter "crs-before" { instances { mode "warm"; max 2 }; deadline "10s"; config { ruleset "crs"; paranoia 1; max-time-ms 5000 } }
+            agent "baseline-before" { filters "waf-before" }
+            agent "crs-before-echo" { filters "crs-before" }
+            "#,
+        );
+        guests.extend([
+            ("baseline-before", "echo"),
+            ("crs-before-echo", "echo"),
+            ("waf-before", "waf-before"),
+            ("crs-before", "waf-before"),
+        ]);
+    }
     let (pipeline, _dir) = pipeline(&guests, &kdl);
     let rt = runtime();
     let form = |n: usize| {
@@ -212,6 +236,10 @@ fn waf(c: &mut Criterion) {
     ];
     if simd {
         agents.push(("crs_pl1_simd128", "crs-simd-echo"));
+    }
+    if before {
+        agents.push(("baseline_before", "baseline-before"));
+        agents.push(("crs_pl1_before", "crs-before-echo"));
     }
     if old {
         agents.push(("old_baseline", "old-baseline"));

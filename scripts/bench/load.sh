@@ -5,7 +5,9 @@
 # baseline, before a fresh echo; warm with `waf` running CRS 4 at PL1)
 # against the bare hyper echo ceiling (examples/bare_echo.rs), 1 KiB POST
 # bodies. When scripts/bench/waf-old-engine.sh has built the previous WAF
-# engine, the rows old-waf-echo and old-default run it the same way.
+# engine, the rows old-waf-echo and old-default run it the same way; when
+# scripts/bench/waf-at.sh REV has built the filter at an earlier revision,
+# the rows before-waf-echo, before-default and before-crs-echo run that.
 #   c=50 for 20 s: requests per second; c=1 for 10 s: p50/p99 latency.
 # WHARF_BEFORE=PATH (a `wharf` binary of the commit before a change)
 # serves the same configuration beside this build instead, and the rows
@@ -43,6 +45,15 @@ if [ -f "$guests/waf-zentinel.wasm" ]; then
     cp "$guests/echo.wasm" "$work/agents/old-waf-echo.wasm"
     cp "$guests/echo.wasm" "$work/agents/old-default.wasm"
     old_rows="old-waf-echo old-default"
+fi
+before_rows=""
+if [ -f "$guests/waf-before.wasm" ]; then
+    cp "$guests/waf-before.wasm" "$work/agents/before-waf.wasm"
+    cp "$guests/waf-before.wasm" "$work/agents/before-crs.wasm"
+    for a in before-waf-echo before-default before-crs-echo; do
+        cp "$guests/echo.wasm" "$work/agents/$a.wasm"
+    done
+    before_rows="before-waf-echo before-default before-crs-echo"
 fi
 cat > "$work/wharf.kdl" <<'KDL'
 listen "127.0.0.1:9002"
@@ -98,6 +109,28 @@ agent "old-waf-echo" {
 }
 agent "old-default" {
     filters "headers-fresh" "old-waf"
+}
+KDL
+fi
+if [ -n "$before_rows" ]; then
+    cat >> "$work/wharf.kdl" <<'KDL'
+filter "before-waf" {
+    instances { mode "warm"; max 4 }
+}
+agent "before-waf-echo" {
+    instances { mode "warm"; max 4 }
+    filters "before-waf"
+}
+agent "before-default" {
+    filters "headers-fresh" "before-waf"
+}
+filter "before-crs" {
+    instances { mode "warm"; max 4 }
+    config { ruleset "crs"; paranoia 1 }
+}
+agent "before-crs-echo" {
+    instances { mode "warm"; max 4 }
+    filters "before-crs"
 }
 KDL
 fi
@@ -161,7 +194,7 @@ if [ -n "${WHARF_BEFORE:-}" ]; then
     echo "|---|---|---|---|---|---|"
     for agent in ${LOAD_AGENTS:-echo warm}; do
         script="$work/post.lua"
-        case "$agent" in *waf*|default|crs-echo) script="$work/form.lua" ;; esac
+        case "$agent" in *waf*|*default|*crs-echo) script="$work/form.lua" ;; esac
         now="" before=""
         for _ in $(seq 1 "${LOAD_ROUNDS:-3}"); do
             now="$now $(rps "http://127.0.0.1:9002/agents/$agent" "$script")"
@@ -182,7 +215,7 @@ echo "| bare hyper echo (ceiling) | $base_rps | 1.00 | $base_p50 | $base_p99 |"
 warm_rps="" chain_rps=""
 for agent in ${LOAD_AGENTS:-echo ahead warm chain waf-echo default crs-echo $old_rows}; do
     script="$work/post.lua"
-    case "$agent" in *waf*|default|crs-echo) script="$work/form.lua" ;; esac
+    case "$agent" in *waf*|*default|*crs-echo) script="$work/form.lua" ;; esac
     r=$(rps "http://127.0.0.1:9002/agents/$agent" "$script")
     read -r p50 p99 < <(lat "http://127.0.0.1:9002/agents/$agent" "$script")
     ratio=$(awk -v a="$r" -v b="$base_rps" 'BEGIN {printf "%.2f", a / b}')
@@ -196,6 +229,9 @@ for agent in ${LOAD_AGENTS:-echo ahead warm chain waf-echo default crs-echo $old
         crs-echo) label="Wharf, warm pool, waf (CRS 4, PL1)" ;;
         old-waf-echo) label="Wharf, warm pool, old waf engine (baseline rules)" ;;
         old-default) label="Wharf, embedded default with the old waf engine" ;;
+        before-waf-echo) label="Wharf, warm pool, waf (baseline rules) at the earlier revision" ;;
+        before-default) label="Wharf, embedded default with the waf at the earlier revision" ;;
+        before-crs-echo) label="Wharf, warm pool, waf (CRS 4, PL1) at the earlier revision" ;;
         *) label="$agent" ;;
     esac
     echo "| $label | $r | $ratio | $p50 | $p99 |"

@@ -74,6 +74,11 @@ pub struct ChainRun<'a> {
     response_ops: Vec<HeaderOp>,
     /// Metadata from the response phases (the request's own is in the request).
     pub late_metadata: Vec<(String, String)>,
+    /// Which filter set each entry of the request's metadata and of
+    /// `late_metadata`: (filter, position), so a later phase of the same
+    /// filter updates its keys instead of repeating them.
+    request_keys: Vec<(usize, usize)>,
+    late_keys: Vec<(usize, usize)>,
     /// Flagged verdicts and failures, for the audit record.
     pub records: Vec<AuditVerdict>,
 }
@@ -92,6 +97,8 @@ impl<'a> ChainRun<'a> {
             want_request_body: vec![false; chain.len()],
             response_ops: Vec::new(),
             late_metadata: Vec::new(),
+            request_keys: Vec::new(),
+            late_keys: Vec::new(),
             records: Vec::new(),
         }
     }
@@ -268,7 +275,7 @@ impl<'a> ChainRun<'a> {
 
     /// Applies a request-phase verdict (unless in detect mode).
     fn apply_request(&mut self, i: usize, v: Verdict, req: &mut Request) -> Flow {
-        req.metadata.extend(v.metadata);
+        merge_metadata(&mut req.metadata, &mut self.request_keys, i, v.metadata);
         if !self.enforced(i) {
             return Flow::Continue;
         }
@@ -288,7 +295,7 @@ impl<'a> ChainRun<'a> {
     /// Applies a response-phase verdict; true when it replaced the response
     /// (a block or redirect), which ends the response phases.
     fn apply_response(&mut self, i: usize, v: Verdict, resp: &mut Response) -> bool {
-        self.late_metadata.extend(v.metadata);
+        merge_metadata(&mut self.late_metadata, &mut self.late_keys, i, v.metadata);
         if !self.enforced(i) {
             return false;
         }
@@ -472,5 +479,67 @@ fn decision_response(decision: Decision) -> Option<Response> {
             headers.insert(http::header::LOCATION, location);
             Some(Response::new(status, headers, Bytes::new()))
         }
+    }
+}
+
+/// Adds filter `filter`'s metadata to `into`: a key the same filter set
+/// in an earlier phase takes the new value (its later phase updates what
+/// it said, as the WAF's score does), any other key is appended, so a
+/// filter never changes what another one said. `keys` records who set
+/// which entry.
+fn merge_metadata(
+    into: &mut Vec<(String, String)>,
+    keys: &mut Vec<(usize, usize)>,
+    filter: usize,
+    new: Vec<(String, String)>,
+) {
+    for (key, value) in new {
+        let mine = keys
+            .iter()
+            .find(|&&(f, at)| f == filter && into.get(at).is_some_and(|(k, _)| *k == key));
+        match mine {
+            Some(&(_, at)) => into[at].1 = value,
+            None => {
+                keys.push((filter, into.len()));
+                into.push((key, value));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_metadata;
+
+    fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_later_phase_updates_its_own_keys_and_leaves_others() {
+        let (mut meta, mut keys) = (kv(&[("auth.sub", "carol")]), Vec::new());
+        merge_metadata(&mut meta, &mut keys, 0, kv(&[("auth.sub", "alice")]));
+        merge_metadata(&mut meta, &mut keys, 1, kv(&[("waf.score", "0")]));
+        merge_metadata(
+            &mut meta,
+            &mut keys,
+            1,
+            kv(&[("waf.score", "15"), ("waf.x", "1")]),
+        );
+        // Filter 2 cannot overwrite filter 0's identity: its key is added.
+        merge_metadata(&mut meta, &mut keys, 2, kv(&[("auth.sub", "mallory")]));
+        assert_eq!(
+            meta,
+            kv(&[
+                ("auth.sub", "carol"),
+                ("auth.sub", "alice"),
+                ("waf.score", "15"),
+                ("waf.x", "1"),
+                ("auth.sub", "mallory"),
+            ])
+        );
     }
 }

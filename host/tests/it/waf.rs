@@ -111,6 +111,39 @@ async fn the_baseline_blocks_the_attack_corpus_and_serves_the_clean_one() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_baseline_scores_a_form_field_once() {
+    // The URL-encoded body is in ARGS; the rules read the field, not the
+    // raw body again, so each rule that matches scores once: libinjection
+    // (910400) and the tautology (910402), 5 each.
+    let dir = agents_dir(&["mirror", "waf"]);
+    let extra = "filter \"waf\" {\n  mode \"detect\"\n  deadline \"10s\"\n}\n";
+    let server = waf_server(dir.path(), extra).await;
+    let form = format!("q={}", encode("1' OR '1'='1"));
+    let reply = send(
+        &client(),
+        Method::POST,
+        &server.url("/agents/mirror"),
+        &[FORM],
+        form,
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json()["meta"]["waf.score"], "10", "{}", reply.text());
+    // Phase 2's score replaced phase 1's: the agent is told one score.
+    let text = reply.text();
+    assert_eq!(text.matches("\"waf.score\"").count(), 1, "{text}");
+    let line = wait_for_line(&dir.path().join("audit.jsonl")).await;
+    let ids: Vec<&str> = line["verdicts"][0]["rule_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|id| id.as_str())
+        .collect();
+    assert!(ids.contains(&"910400") && ids.contains(&"910402"), "{line}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_block_names_the_rule_in_the_answer_the_audit_and_the_metrics() {
     let dir = agents_dir(&["echo", "waf"]);
     let server = waf_server(dir.path(), "").await;

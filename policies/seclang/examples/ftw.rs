@@ -4,7 +4,10 @@
 //! figures that count come from `scripts/conformance/crs-conformance.sh`, over HTTP
 //! against a real `wharf serve`.
 //!
-//! `cargo run --release --example ftw -- CASES.jsonl.gz [--pl N] [--decision] [--only PREFIX] [-v]`
+//! `cargo run --release --example ftw -- CASES.jsonl.gz [--pl N] [--decision] [--only PREFIX] [-v] [--dump]`
+//!
+//! `--dump` prints every case's status and matched rules, so two builds of
+//! the engine can be compared answer by answer (`diff`).
 
 use std::io::{BufRead, Read};
 use std::path::Path;
@@ -24,6 +27,7 @@ fn main() {
         .unwrap_or(4);
     let decision = flag("--decision").is_some();
     let verbose = flag("-v").is_some();
+    let dump = flag("--dump").is_some();
     let only = flag("--only").map(|i| args[i + 1].clone());
 
     let rules = Arc::new(load(pl, !decision));
@@ -62,6 +66,9 @@ fn main() {
             case["expect_ids"].as_array().unwrap().iter().all(has)
                 && !case["no_expect_ids"].as_array().unwrap().iter().any(has)
         };
+        if dump {
+            println!("{id} {status} {matched:?}");
+        }
         if ok {
             pass += 1;
         } else {

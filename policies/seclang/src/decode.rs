@@ -26,8 +26,8 @@ fn x2c(hi: u8, lo: u8) -> u8 {
 }
 
 /// `%XX` (and with `uni`, IIS's `%uXXXX`) decoded, `+` as a space.
-pub fn url_decode(input: &[u8], uni: bool) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn url_decode_into(input: &[u8], uni: bool, out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         let b = input[i];
@@ -59,13 +59,12 @@ pub fn url_decode(input: &[u8], uni: bool) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
 /// RFC 3986 percent-decoding only (no `+`): how ModSecurity decodes the
 /// request line's path for `REQUEST_URI` and `REQUEST_FILENAME`.
-pub fn uri_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn uri_decode_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         if input[i] == b'%' && i + 2 < input.len() && is_hex(input[i + 1]) && is_hex(input[i + 2]) {
@@ -76,12 +75,11 @@ pub fn uri_decode(input: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
 /// Numeric entities (decimal, hex) and `&quot; &amp; &lt; &gt; &nbsp;`.
-pub fn html_entity_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn html_entity_decode_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let n = input.len();
     let mut i = 0;
     while i < n {
@@ -147,12 +145,11 @@ pub fn html_entity_decode(input: &[u8]) -> Vec<u8> {
         out.push(input[i]);
         i += 1;
     }
-    out
 }
 
 /// JavaScript escapes: `\uHHHH`, `\xHH`, octal, `\n`-style, `\C` → `C`.
-pub fn js_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn js_decode_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let n = input.len();
     let mut i = 0;
     while i < n {
@@ -202,7 +199,6 @@ pub fn js_decode(input: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
 fn is_odigit(b: u8) -> bool {
@@ -215,8 +211,8 @@ fn octal(digits: &[u8]) -> u8 {
 
 /// CSS escapes: `\` and 1–6 hex digits (the last two kept, full width
 /// folded), one following whitespace dropped; `\` + newline is nothing.
-pub fn css_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn css_decode_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let n = input.len();
     let mut i = 0;
     while i < n {
@@ -266,12 +262,11 @@ pub fn css_decode(input: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
 /// ANSI C escapes: `\n`-style, `\xHH`, octal; anything else loses its `\`.
-pub fn escape_seq_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn escape_seq_decode_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let n = input.len();
     let mut i = 0;
     while i < n {
@@ -316,13 +311,12 @@ pub fn escape_seq_decode(input: &[u8]) -> Vec<u8> {
             i += 2;
         }
     }
-    out
 }
 
 /// What a shell would see: quotes, `\` and `^` removed, separators as one
 /// space, no space before `/` or `(`, lowercase.
-pub fn cmd_line(input: &[u8]) -> Vec<u8> {
-    let mut out: Vec<u8> = Vec::with_capacity(input.len());
+pub fn cmd_line_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut space = false;
     for &a in input {
         match a {
@@ -346,12 +340,11 @@ pub fn cmd_line(input: &[u8]) -> Vec<u8> {
             }
         }
     }
-    out
 }
 
 /// Runs of whitespace (and non-breaking spaces) as one space.
-pub fn compress_whitespace(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn compress_whitespace_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut in_space = false;
     for &b in input {
         if is_space(b) || b == 0xa0 {
@@ -364,12 +357,11 @@ pub fn compress_whitespace(input: &[u8]) -> Vec<u8> {
             in_space = false;
         }
     }
-    out
 }
 
 /// C comments (`/* … */`) replaced by one space; an unclosed one too.
-pub fn replace_comments(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn replace_comments_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let n = input.len();
     let (mut i, mut in_comment) = (0, false);
     while i < n {
@@ -392,12 +384,11 @@ pub fn replace_comments(input: &[u8]) -> Vec<u8> {
     if in_comment {
         out.push(b' ');
     }
-    out
 }
 
 /// C and HTML comments removed; `--` and `#` end the value.
-pub fn remove_comments(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn remove_comments_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let n = input.len();
     let (mut i, mut in_comment) = (0, false);
     while i < n {
@@ -427,13 +418,12 @@ pub fn remove_comments(input: &[u8]) -> Vec<u8> {
     if in_comment {
         out.push(b' ');
     }
-    out
 }
 
 /// The comment characters themselves removed: `/*`, `*/`, `<!--`, `-->`,
 /// `--`, `#`.
-pub fn remove_comments_char(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn remove_comments_char_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         let rest = &input[i..];
@@ -457,14 +447,13 @@ pub fn remove_comments_char(input: &[u8]) -> Vec<u8> {
             i += skip;
         }
     }
-    out
 }
 
 /// `.` and `..` segments resolved, repeated slashes collapsed (with `win`,
 /// `\` is a slash too); a relative path keeps the `..` it cannot resolve.
-pub fn normalize_path(input: &[u8], win: bool) -> Vec<u8> {
+pub fn normalize_path_into(input: &[u8], win: bool, out: &mut Vec<u8>) {
     if input.is_empty() {
-        return Vec::new();
+        return;
     }
     let src: Vec<u8> = if win {
         input
@@ -489,7 +478,7 @@ pub fn normalize_path(input: &[u8], win: bool) -> Vec<u8> {
             s => parts.push(s),
         }
     }
-    let mut out = Vec::with_capacity(src.len());
+    out.reserve(src.len());
     if absolute {
         out.push(b'/');
     }
@@ -508,13 +497,12 @@ pub fn normalize_path(input: &[u8], win: bool) -> Vec<u8> {
     if trailing && out.last() != Some(&b'/') && !out.is_empty() {
         out.push(b'/');
     }
-    out
 }
 
 /// Multi-byte UTF-8 characters as `%uXXXX` (NUL bytes dropped, invalid
 /// bytes kept), as ModSecurity writes them.
-pub fn utf8_to_unicode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len() + 8);
+pub fn utf8_to_unicode_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len() + 8);
     let n = input.len();
     let mut i = 0;
     while i < n {
@@ -555,7 +543,6 @@ pub fn utf8_to_unicode(input: &[u8]) -> Vec<u8> {
         }
         i += len;
     }
-    out
 }
 
 pub fn trim(input: &[u8], left: bool, right: bool) -> &[u8] {
@@ -592,8 +579,8 @@ fn b64_value(b: u8) -> Option<u8> {
 
 /// Base64, decoded up to the first character that is not base64 (with
 /// `lenient`, such characters are skipped instead); newlines are ignored.
-pub fn base64_decode(input: &[u8], lenient: bool) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len() * 3 / 4);
+pub fn base64_decode_into(input: &[u8], lenient: bool, out: &mut Vec<u8>) {
+    out.reserve(input.len() * 3 / 4);
     let (mut acc, mut n) = (0u32, 0);
     for &b in input {
         if b == b'\r' || b == b'\n' {
@@ -618,12 +605,11 @@ pub fn base64_decode(input: &[u8], lenient: bool) -> Vec<u8> {
         3 => out.extend_from_slice(&[(acc >> 10) as u8, (acc >> 2) as u8]),
         _ => {}
     }
-    out
 }
 
-pub fn base64_encode(input: &[u8]) -> Vec<u8> {
+pub fn base64_encode_into(input: &[u8], out: &mut Vec<u8>) {
     const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = Vec::with_capacity(input.len().div_ceil(3) * 4);
+    out.reserve(input.len().div_ceil(3) * 4);
     for chunk in input.chunks(3) {
         let v = chunk
             .iter()
@@ -637,30 +623,29 @@ pub fn base64_encode(input: &[u8]) -> Vec<u8> {
             }
         }
     }
-    out
 }
 
-pub fn hex_decode(input: &[u8]) -> Vec<u8> {
-    input
-        .chunks_exact(2)
-        .take_while(|p| is_hex(p[0]) && is_hex(p[1]))
-        .map(|p| x2c(p[0], p[1]))
-        .collect()
+pub fn hex_decode_into(input: &[u8], out: &mut Vec<u8>) {
+    out.extend(
+        input
+            .chunks_exact(2)
+            .take_while(|p| is_hex(p[0]) && is_hex(p[1]))
+            .map(|p| x2c(p[0], p[1])),
+    );
 }
 
-pub fn hex_encode(input: &[u8]) -> Vec<u8> {
+pub fn hex_encode_into(input: &[u8], out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = Vec::with_capacity(input.len() * 2);
+    out.reserve(input.len() * 2);
     for &b in input {
         out.push(HEX[(b >> 4) as usize]);
         out.push(HEX[(b & 15) as usize]);
     }
-    out
 }
 
 /// `0x4142…` sequences (as SQL writes strings in hex) decoded.
-pub fn sql_hex_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn sql_hex_decode_into(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         if input[i] == b'0'
@@ -678,12 +663,11 @@ pub fn sql_hex_decode(input: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
-pub fn url_encode(input: &[u8]) -> Vec<u8> {
+pub fn url_encode_into(input: &[u8], out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = Vec::with_capacity(input.len());
+    out.reserve(input.len());
     for &b in input {
         match b {
             b' ' => out.push(b'+'),
@@ -691,7 +675,40 @@ pub fn url_encode(input: &[u8]) -> Vec<u8> {
             _ => out.extend_from_slice(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]),
         }
     }
-    out
+}
+
+/// A decoder's output in a new vector.
+fn to_vec(f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut v = Vec::new();
+    f(&mut v);
+    v
+}
+
+/// [`url_decode_into`] into a new vector.
+pub fn url_decode(input: &[u8], uni: bool) -> Vec<u8> {
+    to_vec(|o| url_decode_into(input, uni, o))
+}
+
+/// [`uri_decode_into`] into a new vector.
+pub fn uri_decode(input: &[u8]) -> Vec<u8> {
+    to_vec(|o| uri_decode_into(input, o))
+}
+
+/// [`normalize_path_into`] into a new vector.
+#[cfg(test)]
+pub fn normalize_path(input: &[u8], win: bool) -> Vec<u8> {
+    to_vec(|o| normalize_path_into(input, win, o))
+}
+
+/// [`base64_decode_into`] into a new vector.
+pub fn base64_decode(input: &[u8], lenient: bool) -> Vec<u8> {
+    to_vec(|o| base64_decode_into(input, lenient, o))
+}
+
+/// [`base64_encode_into`] into a new vector.
+#[cfg(test)]
+pub fn base64_encode(input: &[u8]) -> Vec<u8> {
+    to_vec(|o| base64_encode_into(input, o))
 }
 
 #[cfg(test)]

@@ -119,6 +119,9 @@ pub struct ChainDef {
     pub triggers: Mask,
     /// The chain without its last step (for sharing prefixes).
     pub parent: Option<ChainId>,
+    /// Every prefix of the chain, from the empty chain to this one (the
+    /// stages `multiMatch` tests).
+    pub path: Vec<ChainId>,
 }
 
 impl ChainDef {

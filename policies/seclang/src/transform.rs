@@ -145,48 +145,55 @@ impl fmt::Display for Transform {
 impl Transform {
     /// The transformed value, or `None` when it equals the input.
     pub fn apply(self, input: &[u8]) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        self.apply_into(input, &mut out).then_some(out)
+    }
+
+    /// The transformed value into `out` (emptied first; no allocation
+    /// once it has grown): whether it differs from the input.
+    pub fn apply_into(self, input: &[u8], out: &mut Vec<u8>) -> bool {
         use crate::decode::*;
-        let out = match self {
-            Transform::Lowercase => input.to_ascii_lowercase(),
-            Transform::Uppercase => input.to_ascii_uppercase(),
-            Transform::UrlDecode => url_decode(input, false),
-            Transform::UrlDecodeUni => url_decode(input, true),
-            Transform::HtmlEntityDecode => html_entity_decode(input),
-            Transform::JsDecode => js_decode(input),
-            Transform::CssDecode => css_decode(input),
-            Transform::EscapeSeqDecode => escape_seq_decode(input),
-            Transform::CmdLine => cmd_line(input),
-            Transform::CompressWhitespace => compress_whitespace(input),
-            Transform::RemoveWhitespace => input
-                .iter()
-                .copied()
-                .filter(|&b| !is_space(b) && b != 0xa0)
-                .collect(),
-            Transform::RemoveNulls => input.iter().copied().filter(|&b| b != 0).collect(),
-            Transform::ReplaceNulls => input
-                .iter()
-                .map(|&b| if b == 0 { b' ' } else { b })
-                .collect(),
-            Transform::ReplaceComments => replace_comments(input),
-            Transform::RemoveComments => remove_comments(input),
-            Transform::RemoveCommentsChar => remove_comments_char(input),
-            Transform::NormalizePath => normalize_path(input, false),
-            Transform::NormalizePathWin => normalize_path(input, true),
-            Transform::Utf8ToUnicode => utf8_to_unicode(input),
-            Transform::Trim => trim(input, true, true).to_vec(),
-            Transform::TrimLeft => trim(input, true, false).to_vec(),
-            Transform::TrimRight => trim(input, false, true).to_vec(),
-            Transform::Base64Decode => base64_decode(input, false),
-            Transform::Base64DecodeExt => base64_decode(input, true),
-            Transform::Base64Encode => base64_encode(input),
-            Transform::HexDecode => hex_decode(input),
-            Transform::HexEncode => hex_encode(input),
-            Transform::SqlHexDecode => sql_hex_decode(input),
-            Transform::UrlEncode => url_encode(input),
-            Transform::Length => input.len().to_string().into_bytes(),
-            Transform::Sha1 => sha1_smol::Sha1::from(input).digest().bytes().to_vec(),
-        };
-        (out != input).then_some(out)
+        out.clear();
+        match self {
+            Transform::Lowercase => out.extend(input.iter().map(u8::to_ascii_lowercase)),
+            Transform::Uppercase => out.extend(input.iter().map(u8::to_ascii_uppercase)),
+            Transform::UrlDecode => url_decode_into(input, false, out),
+            Transform::UrlDecodeUni => url_decode_into(input, true, out),
+            Transform::HtmlEntityDecode => html_entity_decode_into(input, out),
+            Transform::JsDecode => js_decode_into(input, out),
+            Transform::CssDecode => css_decode_into(input, out),
+            Transform::EscapeSeqDecode => escape_seq_decode_into(input, out),
+            Transform::CmdLine => cmd_line_into(input, out),
+            Transform::CompressWhitespace => compress_whitespace_into(input, out),
+            Transform::RemoveWhitespace => {
+                out.extend(input.iter().copied().filter(|&b| !is_space(b) && b != 0xa0))
+            }
+            Transform::RemoveNulls => out.extend(input.iter().copied().filter(|&b| b != 0)),
+            Transform::ReplaceNulls => {
+                out.extend(input.iter().map(|&b| if b == 0 { b' ' } else { b }))
+            }
+            Transform::ReplaceComments => replace_comments_into(input, out),
+            Transform::RemoveComments => remove_comments_into(input, out),
+            Transform::RemoveCommentsChar => remove_comments_char_into(input, out),
+            Transform::NormalizePath => normalize_path_into(input, false, out),
+            Transform::NormalizePathWin => normalize_path_into(input, true, out),
+            Transform::Utf8ToUnicode => utf8_to_unicode_into(input, out),
+            Transform::Trim => out.extend_from_slice(trim(input, true, true)),
+            Transform::TrimLeft => out.extend_from_slice(trim(input, true, false)),
+            Transform::TrimRight => out.extend_from_slice(trim(input, false, true)),
+            Transform::Base64Decode => base64_decode_into(input, false, out),
+            Transform::Base64DecodeExt => base64_decode_into(input, true, out),
+            Transform::Base64Encode => base64_encode_into(input, out),
+            Transform::HexDecode => hex_decode_into(input, out),
+            Transform::HexEncode => hex_encode_into(input, out),
+            Transform::SqlHexDecode => sql_hex_decode_into(input, out),
+            Transform::UrlEncode => url_encode_into(input, out),
+            Transform::Length => out.extend_from_slice(input.len().to_string().as_bytes()),
+            Transform::Sha1 => {
+                out.extend_from_slice(&sha1_smol::Sha1::from(input).digest().bytes())
+            }
+        }
+        out[..] != *input
     }
 }
 

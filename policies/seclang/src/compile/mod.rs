@@ -509,6 +509,7 @@ impl Loader<'_> {
             steps: Vec::new(),
             triggers: 0,
             parent: None,
+            path: vec![0],
         }];
         ids.insert(Vec::new(), 0);
         for (i, steps) in self.transforms.iter().enumerate() {
@@ -519,10 +520,13 @@ impl Loader<'_> {
                     Some(&id) => id,
                     None => {
                         let id = chains.len() as ChainId;
+                        let mut path = chains[parent as usize].path.clone();
+                        path.push(id);
                         chains.push(ChainDef {
                             triggers: chains[parent as usize].triggers | steps[n - 1].triggers(),
                             steps: prefix.clone(),
                             parent: Some(parent),
+                            path,
                         });
                         ids.insert(prefix, id);
                         id

@@ -6,12 +6,14 @@
 //! applied, `skip`/`skipAfter` followed.
 //!
 //! What makes it fast: a whole collection read through one
-//! transformation chain is transformed and scanned by the literal
-//! prefilter once per phase (`group`), and shared by every rule reading
-//! it; a rule then tests only the values that hold one of its literals.
+//! transformation chain is transformed once per phase (a column, see
+//! `group.rs`) and scanned by the literal prefilter once, shared by every
+//! rule reading it; a rule then tests only the values that hold one of
+//! its literals, and skips the collection at once when none does. Rules
+//! without literals (`@detectSQLi`…) and `multiMatch` rules read the same
+//! columns.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::values::{Data, Key, Val};
@@ -20,18 +22,7 @@ use crate::compile::prefilter::has;
 use crate::model::{Ctl, Disruptive, EngineMode, Macro, Selector, SetOp, SetVar, Target};
 use crate::operator::{self, OpKind, Param};
 use crate::ruleset::{ChainId, Rule, RuleIdx, RuleSet, Step, allow_covers};
-use crate::transform::{M_ALWAYS, Mask};
-use crate::tx::store::Str;
 use crate::vars::Var;
-
-/// A value of a collection that holds one of the prefilter's literals
-/// after a chain's transformations.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Hot {
-    pub index: u32,
-    pub tv: Str,
-    pub bits: u32,
-}
 
 /// How many rules run between two looks at the clock.
 const CLOCK_EVERY: u32 = 16;
@@ -47,7 +38,7 @@ impl Transaction {
             return;
         }
         let started = Instant::now();
-        self.groups.clear();
+        self.shared.clear();
         let rules = self.rules.clone();
         let steps = &rules.phases[phase as usize];
         let (mut i, mut n) = (0usize, 0u32);
@@ -130,8 +121,8 @@ impl Transaction {
         let mut any = false;
         let mut vals = Vec::new();
         for t in &r.targets {
-            if self.can_group(r, t) {
-                any |= self.match_group(rules, r, t);
+            if self.by_column(t) {
+                any |= self.match_column(rules, r, t);
                 continue;
             }
             vals.clear();
@@ -143,152 +134,88 @@ impl Transaction {
         any
     }
 
-    fn can_group(&self, r: &Rule, t: &Target) -> bool {
-        r.prefilter.is_some()
-            && !t.count
-            && !r.multi_match
+    /// Whether a target reads a whole arena-backed collection (so its
+    /// values come from the phase's shared columns).
+    fn by_column(&self, t: &Target) -> bool {
+        !t.count
             && !matches!(t.selector, Selector::Key(_))
             && self.view(t.var, &t.selector).is_some()
     }
 
-    /// Tests the values of a whole collection that the prefilter left.
-    fn match_group(&mut self, rules: &RuleSet, r: &Rule, t: &Target) -> bool {
-        let slot = r.prefilter.unwrap_or(0);
-        let hot = self.group(rules, t.var, &t.selector, r.chain);
-        let mut any = false;
-        for h in hot.iter() {
-            if !has(self.bits(rules, h.bits), slot) {
-                continue;
+    /// Tests a rule on a whole collection through the shared columns:
+    /// only the values the prefilter left when the rule has literals,
+    /// every stage that changed a value under `multiMatch`. Values are
+    /// tested in collection order (and a value's stages in chain order),
+    /// as one value at a time would be.
+    fn match_column(&mut self, rules: &RuleSet, r: &Rule, t: &Target) -> bool {
+        let single = [r.chain];
+        let stages: &[ChainId] = if r.multi_match {
+            &rules.chains[r.chain as usize].path
+        } else {
+            &single
+        };
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.clear();
+        if let (Some(slot), false) = (r.prefilter, r.multi_match) {
+            let g = self.group(rules, t.var, &t.selector, r.chain);
+            if has(&self.shared.unions[g.union as usize..], slot) {
+                for h in self.shared.hot(g) {
+                    if has(self.bits(rules, h.bits), slot) {
+                        candidates.push((h.index, 0, h.tv));
+                    }
+                }
             }
-            let (entry, xml) = {
-                let view = self.view(t.var, &t.selector).expect("grouped variable");
-                (*view.get(h.index as usize), t.var == Var::Xml)
+        } else {
+            let mut previous = None;
+            for (stage, &chain) in stages.iter().enumerate() {
+                let (at, len) = self.column(rules, t.var, &t.selector, chain);
+                for i in 0..len {
+                    let tv = self.shared.column(at, len)[i as usize];
+                    if let Some(p) = previous {
+                        let before = self.shared.column(p, len)[i as usize];
+                        if before == tv || self.arena.get(before) == self.arena.get(tv) {
+                            continue;
+                        }
+                    }
+                    if let Some(slot) = r.prefilter
+                        && !self
+                            .scan(rules, tv)
+                            .is_some_and(|b| has(self.bits(rules, b), slot))
+                    {
+                        continue;
+                    }
+                    candidates.push((i, stage as u32, tv));
+                }
+                previous = Some(at);
+            }
+        }
+        if stages.len() > 1 {
+            candidates.sort_unstable_by_key(|&(i, stage, _)| (i, stage));
+        }
+        let mut any = false;
+        for &(index, _, tv) in &candidates {
+            let entry = {
+                let view = self.view(t.var, &t.selector).expect("a column's variable");
+                *view.get(index as usize)
             };
             let key = self.arena.get(entry.key);
             if !t.selector.selects(key) || self.excluded(r, t.var, key) {
                 continue;
             }
-            if let Some(caps) = self.test(r, self.arena.get(h.tv)) {
-                let key = if xml {
-                    Key::Static(if matches!(t.selector, Selector::XmlAttributes) {
-                        "//@*"
-                    } else {
-                        "/*"
-                    })
-                } else {
-                    Key::Arena(entry.key)
+            if let Some(caps) = self.test(r, self.arena.get(tv)) {
+                let key = match (t.var, &t.selector) {
+                    (Var::Xml, Selector::XmlAttributes) => Key::Static("//@*"),
+                    (Var::Xml, _) => Key::Static("/*"),
+                    _ => Key::Arena(entry.key),
                 };
                 let name = self.name_of(t.var, &key);
-                let value = self.arena.get(h.tv).to_vec();
+                let value = self.arena.get(tv).to_vec();
                 self.on_match(r, Some((name, value)), caps);
                 any = true;
             }
         }
+        self.candidates = candidates;
         any
-    }
-
-    /// The transformed values of a collection that can match some
-    /// prefiltered rule, computed once per phase.
-    fn group(
-        &mut self,
-        rules: &RuleSet,
-        var: Var,
-        sel: &Selector,
-        chain: ChainId,
-    ) -> Arc<Vec<Hot>> {
-        let kind = u8::from(matches!(sel, Selector::XmlAttributes));
-        if let Some(g) = self.groups.get(&(var, kind, chain)) {
-            return g.clone();
-        }
-        let items: Vec<(Str, Mask)> = {
-            let view = self.view(var, sel).expect("grouped variable");
-            view.iter()
-                .map(|e| {
-                    if view.names {
-                        (e.key, e.kmask)
-                    } else {
-                        (e.value, e.vmask)
-                    }
-                })
-                .collect()
-        };
-        let mut hot = Vec::new();
-        for (i, (data, mask)) in items.into_iter().enumerate() {
-            let tv = self.transformed(rules, data, mask, chain);
-            if let Some(bits) = self.scan(rules, tv) {
-                hot.push(Hot {
-                    index: i as u32,
-                    tv,
-                    bits,
-                });
-            }
-        }
-        let g = Arc::new(hot);
-        self.groups.insert((var, kind, chain), g.clone());
-        g
-    }
-
-    /// The prefilter's verdict on an arena value, cached by arena slot and
-    /// by bytes: the index of its result (see [`Transaction::bits`]), or
-    /// `None` when no rule can match it.
-    fn scan(&mut self, rules: &RuleSet, s: Str) -> Option<u32> {
-        if let Some(&b) = self.scanned.get(&s) {
-            return b;
-        }
-        let hash = {
-            use std::hash::Hasher;
-            let mut h = rustc_hash::FxHasher::default();
-            h.write(self.arena.get(s));
-            h.finish()
-        };
-        if let Some(&(other, b)) = self.scanned_bytes.get(&hash)
-            && self.arena.get(other) == self.arena.get(s)
-        {
-            self.scanned.insert(s, b);
-            return b;
-        }
-        let words = rules.prefilter.words().max(1);
-        let found = rules
-            .prefilter
-            .scan_into(self.arena.get(s), &mut self.pool, &mut self.seen)
-            .then(|| (self.pool.len() / words - 1) as u32);
-        self.scanned.insert(s, found);
-        self.scanned_bytes.insert(hash, (s, found));
-        found
-    }
-
-    /// A scan result's candidate slots.
-    fn bits(&self, rules: &RuleSet, at: u32) -> &[u64] {
-        let words = rules.prefilter.words();
-        &self.pool[at as usize * words..(at as usize + 1) * words]
-    }
-
-    /// An arena value through a transformation chain, cached; values the
-    /// chain cannot change are returned as they are.
-    fn transformed(&mut self, rules: &RuleSet, data: Str, mask: Mask, chain: ChainId) -> Str {
-        let def = &rules.chains[chain as usize];
-        if def.is_identity_for(mask) {
-            return data;
-        }
-        if let Some(&s) = self.transformed.get(&(data, chain)) {
-            return s;
-        }
-        let parent = match def.parent {
-            Some(p) => self.transformed(rules, data, mask, p),
-            None => data,
-        };
-        let step = *def.steps.last().expect("a chain with a parent has steps");
-        let triggers = step.triggers();
-        let out = if parent == data && triggers & M_ALWAYS == 0 && triggers & mask == 0 {
-            data
-        } else {
-            match step.apply(self.arena.get(parent)) {
-                None => parent,
-                Some(v) => self.arena.push(&v),
-            }
-        };
-        self.transformed.insert((data, chain), out);
-        out
     }
 
     /// Tests one value of a target.

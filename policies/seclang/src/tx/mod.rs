@@ -7,6 +7,7 @@
 
 mod eval;
 mod expand;
+mod group;
 mod request;
 pub(crate) mod store;
 mod values;
@@ -215,18 +216,20 @@ pub struct Transaction {
     pub(crate) removed_msgs: Vec<String>,
     pub(crate) removed_targets: Vec<(TargetOwner, Exclusion)>,
     pub(crate) transformed: FxHashMap<(Str, ChainId), Str>,
-    /// Prefilter results by arena value: the result's index in `pool`.
-    pub(crate) scanned: FxHashMap<Str, Option<u32>>,
-    /// The same results by the value's bytes (a hash, then the bytes
-    /// compared): equal values in other arena slots (a field's value
-    /// repeated, a chain that left it as another did) are not scanned again.
+    /// Prefilter results by the value's bytes (a hash, then the bytes
+    /// compared): the result's index in `pool`.
     pub(crate) scanned_bytes: FxHashMap<u64, (Str, Option<u32>)>,
+    /// The same results for long values by arena slot.
+    pub(crate) scanned_long: FxHashMap<Str, Option<u32>>,
     /// Prefilter results, each `RuleSet::prefilter.words()` words, indexed
-    /// by `scanned` and `Hot::bits`.
+    /// by `scanned_bytes` and `Hot::bits`.
     pub(crate) pool: Vec<u64>,
     /// Scratch space for the prefilter.
     pub(crate) seen: Vec<u64>,
-    pub(crate) groups: FxHashMap<(Var, u8, ChainId), Arc<Vec<eval::Hot>>>,
+    /// Columns and groups of the phase being run.
+    pub(crate) shared: group::Shared,
+    /// Scratch space: the (entry, stage, value) a rule tests.
+    pub(crate) candidates: Vec<(u32, u32, Str)>,
     pub(crate) intervention: Option<Intervention>,
     pub(crate) allowed: Option<(AllowScope, u8)>,
     pub(crate) matched: Vec<MatchedRule>,
@@ -294,11 +297,12 @@ impl Transaction {
             removed_msgs: Vec::new(),
             removed_targets: Vec::new(),
             transformed: FxHashMap::default(),
-            scanned: FxHashMap::default(),
             scanned_bytes: FxHashMap::default(),
+            scanned_long: FxHashMap::default(),
             pool: Vec::new(),
             seen: Vec::new(),
-            groups: FxHashMap::default(),
+            shared: group::Shared::default(),
+            candidates: Vec::new(),
             intervention: None,
             allowed: None,
             matched: Vec::new(),

@@ -1,0 +1,321 @@
+//! The per-phase work rules share: a collection's values through a
+//! transformation chain (a *column*, one transformed value per entry,
+//! built from the column of the chain's parent), the literal prefilter's
+//! verdict on each, and the *group* of a column: the entries some rule
+//! can match, with the union of their candidate rules, so that a rule no
+//! entry can match skips the whole collection at once.
+//!
+//! Columns and groups are dense runs in a few buffers kept for the whole
+//! transaction: a chain step reads its parent's result by position
+//! instead of through a cache keyed by value, a phase allocates nothing
+//! once the buffers have grown, and a value a chain leaves unchanged
+//! reuses the verdict on the raw value.
+
+use rustc_hash::FxHashMap;
+
+use super::Transaction;
+use super::store::Str;
+use crate::model::Selector;
+use crate::ruleset::{ChainId, RuleSet};
+use crate::transform::{M_ALWAYS, Mask, byte_mask};
+use crate::vars::Var;
+
+/// A value of a collection that holds one of the prefilter's literals
+/// after a chain's transformations.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hot {
+    pub index: u32,
+    pub tv: Str,
+    pub bits: u32,
+}
+
+/// Where a collection's raw values are: its column of the empty chain,
+/// and its byte classes and raw verdicts (at `at` in `masks` and `raw`).
+#[derive(Debug, Clone, Copy)]
+struct Base {
+    column: u32,
+    at: u32,
+    len: u32,
+}
+
+/// Where a group is: its hot values in `hot`, the union of their
+/// candidate slots at `union` in `unions`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GroupAt {
+    pub hot: (u32, u32),
+    pub union: u32,
+}
+
+/// Per phase: the columns, bases and groups computed so far.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    /// Columns back to back; a column is as long as its collection.
+    cells: Vec<Str>,
+    /// The byte classes of each cell's value.
+    cell_masks: Vec<Mask>,
+    /// Scratch space for a transformation's output.
+    out: Vec<u8>,
+    masks: Vec<Mask>,
+    /// The prefilter's verdict on each raw value (`UNSCANNED` until asked).
+    raw: Vec<u32>,
+    bases: FxHashMap<(Var, u8), Base>,
+    columns: FxHashMap<(Var, u8, ChainId), u32>,
+    pub hot: Vec<Hot>,
+    pub unions: Vec<u64>,
+    groups: FxHashMap<(Var, u8, ChainId), GroupAt>,
+}
+
+impl Shared {
+    /// Forgets everything (the collections may have grown); keeps the
+    /// buffers' memory.
+    pub fn clear(&mut self) {
+        self.cells.clear();
+        self.cell_masks.clear();
+        self.masks.clear();
+        self.raw.clear();
+        self.bases.clear();
+        self.columns.clear();
+        self.hot.clear();
+        self.unions.clear();
+        self.groups.clear();
+    }
+
+    /// A column's values.
+    pub fn column(&self, at: u32, len: u32) -> &[Str] {
+        &self.cells[at as usize..(at + len) as usize]
+    }
+
+    /// A group's hot values.
+    pub fn hot(&self, g: GroupAt) -> &[Hot] {
+        &self.hot[g.hot.0 as usize..g.hot.1 as usize]
+    }
+}
+
+/// Values at least this long are also cached by arena slot.
+const LONG: u32 = 64;
+
+const UNSCANNED: u32 = u32::MAX;
+const NOTHING: u32 = u32::MAX - 1;
+
+fn kind_of(sel: &Selector) -> u8 {
+    u8::from(matches!(sel, Selector::XmlAttributes))
+}
+
+impl Transaction {
+    /// The values of a whole collection through `chain` that can match
+    /// some prefiltered rule, computed once per phase.
+    pub(crate) fn group(
+        &mut self,
+        rules: &RuleSet,
+        var: Var,
+        sel: &Selector,
+        chain: ChainId,
+    ) -> GroupAt {
+        let kind = kind_of(sel);
+        if let Some(&g) = self.shared.groups.get(&(var, kind, chain)) {
+            return g;
+        }
+        let (column, len) = self.column(rules, var, sel, chain);
+        let base = self.base(var, sel);
+        let words = rules.prefilter.words();
+        let union = self.shared.unions.len();
+        self.shared.unions.resize(union + words, 0);
+        let first = self.shared.hot.len() as u32;
+        let mut last = NOTHING;
+        for i in 0..len {
+            let tv = self.shared.cells[(column + i) as usize];
+            let found = if tv == self.shared.cells[(base.column + i) as usize] {
+                let at = (base.at + i) as usize;
+                if self.shared.raw[at] == UNSCANNED {
+                    self.shared.raw[at] = self.scan(rules, tv).unwrap_or(NOTHING);
+                }
+                self.shared.raw[at]
+            } else {
+                self.scan(rules, tv).unwrap_or(NOTHING)
+            };
+            if found == NOTHING {
+                continue;
+            }
+            if found != last {
+                let bits = found as usize * words;
+                for w in 0..words {
+                    self.shared.unions[union + w] |= self.pool[bits + w];
+                }
+                last = found;
+            }
+            self.shared.hot.push(Hot {
+                index: i,
+                tv,
+                bits: found,
+            });
+        }
+        let g = GroupAt {
+            hot: (first, self.shared.hot.len() as u32),
+            union: union as u32,
+        };
+        self.shared.groups.insert((var, kind, chain), g);
+        g
+    }
+
+    /// A collection's raw values and byte classes, in view order.
+    fn base(&mut self, var: Var, sel: &Selector) -> Base {
+        let kind = kind_of(sel);
+        if let Some(&b) = self.shared.bases.get(&(var, kind)) {
+            return b;
+        }
+        let (mut cells, mut masks) = (
+            std::mem::take(&mut self.shared.cells),
+            std::mem::take(&mut self.shared.masks),
+        );
+        let view = self.view(var, sel).expect("a column's variable");
+        let base = Base {
+            column: cells.len() as u32,
+            at: masks.len() as u32,
+            len: (view.lists[0].len() + view.lists[1].len()) as u32,
+        };
+        for e in view.iter() {
+            let (s, m) = if view.names {
+                (e.key, e.kmask)
+            } else {
+                (e.value, e.vmask)
+            };
+            cells.push(s);
+            masks.push(m);
+        }
+        self.shared
+            .cell_masks
+            .extend_from_slice(&masks[base.at as usize..]);
+        self.shared.raw.resize(masks.len(), UNSCANNED);
+        (self.shared.cells, self.shared.masks) = (cells, masks);
+        self.shared.bases.insert((var, kind), base);
+        base
+    }
+
+    /// A collection's values through `chain`, by entry (where they start
+    /// in the cells, and how many): the parent chain's column with the
+    /// last step applied.
+    pub(crate) fn column(
+        &mut self,
+        rules: &RuleSet,
+        var: Var,
+        sel: &Selector,
+        chain: ChainId,
+    ) -> (u32, u32) {
+        let kind = kind_of(sel);
+        let base = self.base(var, sel);
+        if let Some(&c) = self.shared.columns.get(&(var, kind, chain)) {
+            return (c, base.len);
+        }
+        let def = &rules.chains[chain as usize];
+        let masks = base.at as usize..(base.at + base.len) as usize;
+        let at = if chain == 0
+            || self.shared.masks[masks.clone()]
+                .iter()
+                .all(|&m| def.is_identity_for(m))
+        {
+            base.column
+        } else {
+            let (parent, _) = self.column(rules, var, sel, def.parent.unwrap_or(0));
+            let step = *def.steps.last().expect("a chain with a parent has steps");
+            let triggers = step.triggers();
+            let at = self.shared.cells.len() as u32;
+            let mut out = std::mem::take(&mut self.shared.out);
+            for i in 0..base.len {
+                let p = self.shared.cells[(parent + i) as usize];
+                let pm = self.shared.cell_masks[(parent + i) as usize];
+                // A step whose trigger bytes its input lacks leaves it as
+                // it is (transform.rs tests this for every such step).
+                let (tv, mask) = if triggers & M_ALWAYS == 0 && triggers & pm == 0 {
+                    (p, pm)
+                } else if step.apply_into(self.arena.get(p), &mut out) {
+                    (self.arena.push(&out), byte_mask(&out))
+                } else {
+                    (p, pm)
+                };
+                self.shared.cells.push(tv);
+                self.shared.cell_masks.push(mask);
+            }
+            self.shared.out = out;
+            at
+        };
+        self.shared.columns.insert((var, kind, chain), at);
+        (at, base.len)
+    }
+
+    /// The prefilter's verdict on an arena value, cached by its bytes
+    /// (equal values in other arena slots, such as a field's value
+    /// repeated or a chain that left it as another did, are not scanned
+    /// again) and, for long values, by arena slot (not hashed again): the
+    /// index of its result (see [`Transaction::bits`]), or `None` when no
+    /// rule can match it.
+    pub(crate) fn scan(&mut self, rules: &RuleSet, s: Str) -> Option<u32> {
+        let long = s.len >= LONG;
+        if long && let Some(&b) = self.scanned_long.get(&s) {
+            return b;
+        }
+        let hash = {
+            use std::hash::Hasher;
+            let mut h = rustc_hash::FxHasher::default();
+            h.write(self.arena.get(s));
+            h.finish()
+        };
+        if let Some(&(other, b)) = self.scanned_bytes.get(&hash)
+            && self.arena.get(other) == self.arena.get(s)
+        {
+            if long {
+                self.scanned_long.insert(s, b);
+            }
+            return b;
+        }
+        let words = rules.prefilter.words().max(1);
+        let found = rules
+            .prefilter
+            .scan_into(self.arena.get(s), &mut self.pool, &mut self.seen)
+            .then(|| (self.pool.len() / words - 1) as u32);
+        self.scanned_bytes.insert(hash, (s, found));
+        if long {
+            self.scanned_long.insert(s, found);
+        }
+        found
+    }
+
+    /// A scan result's candidate slots.
+    pub(crate) fn bits(&self, rules: &RuleSet, at: u32) -> &[u64] {
+        let words = rules.prefilter.words();
+        &self.pool[at as usize * words..(at as usize + 1) * words]
+    }
+
+    /// An arena value through a transformation chain, cached; values the
+    /// chain cannot change are returned as they are.
+    pub(crate) fn transformed(
+        &mut self,
+        rules: &RuleSet,
+        data: Str,
+        mask: Mask,
+        chain: ChainId,
+    ) -> Str {
+        let def = &rules.chains[chain as usize];
+        if def.is_identity_for(mask) {
+            return data;
+        }
+        if let Some(&s) = self.transformed.get(&(data, chain)) {
+            return s;
+        }
+        let parent = match def.parent {
+            Some(p) => self.transformed(rules, data, mask, p),
+            None => data,
+        };
+        let step = *def.steps.last().expect("a chain with a parent has steps");
+        let triggers = step.triggers();
+        let out = if parent == data && triggers & M_ALWAYS == 0 && triggers & mask == 0 {
+            data
+        } else {
+            match step.apply(self.arena.get(parent)) {
+                None => parent,
+                Some(v) => self.arena.push(&v),
+            }
+        };
+        self.transformed.insert((data, chain), out);
+        out
+    }
+}
