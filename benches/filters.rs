@@ -5,7 +5,8 @@
 //!   and fresh; the `auth` (HS256 JWT) + `headers` chain;
 //! - `waf`: the baseline rules and the embedded OWASP Core Rule Set 4 at
 //!   paranoia level 1: clean 1 KiB and 64 KiB form posts, 64 KiB of ~7,400
-//!   short fields, and an attack; warm instances, and fresh instances
+//!   short fields (with equal values, and with distinct ones), and an
+//!   attack; warm instances, and fresh instances
 //!   started from the `preinit` snapshot (for the baseline also without
 //!   it, each instance compiling the rules); beside the old engine
 //!   (zentinel-modsec) when `scripts/bench/waf-old-engine.sh` has built it;
@@ -120,12 +121,19 @@ fn before_build() -> bool {
     common::guests_dir().join("waf-before.wasm").is_file()
 }
 
-/// A form of `fields` short fields (`f0=ab&f1=ab&…`) up to `bytes`.
-fn many_fields(bytes: usize) -> Vec<u8> {
+/// A form of short fields up to `bytes`: `f0=ab&f1=ab&…`, or with
+/// `distinct` values (`f0=v0&f1=v1&…`), as an attacker would send them so
+/// that no value is the same bytes as another.
+fn many_fields(bytes: usize, distinct: bool) -> Vec<u8> {
     let mut body = Vec::with_capacity(bytes + 16);
     let mut i = 0;
     while body.len() < bytes {
-        body.extend_from_slice(format!("f{i}=ab&").as_bytes());
+        let field = if distinct {
+            format!("f{i}=v{i}&")
+        } else {
+            format!("f{i}=ab&")
+        };
+        body.extend_from_slice(field.as_bytes());
         i += 1;
     }
     body.pop();
@@ -248,7 +256,11 @@ fn waf(c: &mut Criterion) {
     let workloads = [
         ("clean_1KiB", request("", form(1 << 10))),
         ("clean_64KiB", request("", form(64 << 10))),
-        ("fields_64KiB", request("", many_fields(64 << 10))),
+        ("fields_64KiB", request("", many_fields(64 << 10, false))),
+        (
+            "distinct_fields_64KiB",
+            request("", many_fields(64 << 10, true)),
+        ),
     ];
     for (label, agent) in agents {
         for (name, req) in &workloads {

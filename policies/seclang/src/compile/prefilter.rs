@@ -29,11 +29,11 @@ pub struct Prefilter {
     slots: u32,
 }
 
-/// The set of (lowercased) bytes in `hay`.
+/// The set of bytes in `hay` (the slots' byte sets hold both cases of a
+/// letter, so no byte is lowercased here).
 pub fn byte_set(hay: &[u8]) -> ByteSet {
     let mut s = [0u64; 4];
     for &b in hay {
-        let b = b.to_ascii_lowercase();
         s[(b >> 6) as usize] |= 1 << (b & 63);
     }
     s
@@ -57,7 +57,9 @@ impl Prefilter {
             for lit in set {
                 let lower = lit.to_ascii_lowercase();
                 if let [b] = lower[..] {
-                    bytes[(b >> 6) as usize] |= 1 << (b & 63);
+                    for b in [b, b.to_ascii_uppercase()] {
+                        bytes[(b >> 6) as usize] |= 1 << (b & 63);
+                    }
                     continue;
                 }
                 let id = *ids.entry(lower.clone()).or_insert_with(|| {
@@ -200,6 +202,7 @@ mod tests {
             vec![b"<script".to_vec(), b"javascript:".to_vec()],
             vec![b"Select".to_vec()],
             vec![b"<".to_vec(), b">".to_vec()],
+            vec![b"Q".to_vec()],
         ])
         .unwrap();
         assert_eq!(p.literals(), 3);
@@ -211,5 +214,8 @@ mod tests {
         assert!(!has(&bits, 0) && has(&bits, 1) && !has(&bits, 3));
         let bits = p.scan(b"a>b").unwrap();
         assert!(has(&bits, 3) && !has(&bits, 1));
+        // A single-byte literal matches a letter in either case.
+        assert!(has(&p.scan(b"q").unwrap(), 4) && has(&p.scan(b"xQ").unwrap(), 4));
+        assert!(p.scan(b"z").is_none());
     }
 }

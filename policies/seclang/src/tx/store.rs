@@ -87,23 +87,33 @@ pub struct Vars {
 
 impl Vars {
     pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
-        let i = *self.index.get(&lower(key)[..])?;
+        let i = with_lower(key, |k| self.index.get(k).copied())?;
         self.slots[i].as_ref().map(|(_, v)| v.as_slice())
     }
 
     pub fn set(&mut self, key: &[u8], value: Vec<u8>) {
-        let k = lower(key);
-        match self.index.get(&k[..]) {
-            Some(&i) => self.slots[i] = Some((key.into(), value)),
+        match with_lower(key, |k| self.index.get(k).copied()) {
+            Some(i) => match &mut self.slots[i] {
+                Some((k, v)) => {
+                    if **k != *key {
+                        *k = key.into();
+                    }
+                    *v = value;
+                }
+                slot => *slot = Some((key.into(), value)),
+            },
             None => {
-                self.index.insert(k.into_boxed_slice(), self.slots.len());
+                self.index.insert(
+                    key.to_ascii_lowercase().into_boxed_slice(),
+                    self.slots.len(),
+                );
                 self.slots.push(Some((key.into(), value)));
             }
         }
     }
 
     pub fn remove(&mut self, key: &[u8]) {
-        if let Some(i) = self.index.remove(&lower(key)[..]) {
+        if let Some(i) = with_lower(key, |k| self.index.remove(k)) {
             self.slots[i] = None;
         }
     }
@@ -117,8 +127,19 @@ impl Vars {
     }
 }
 
-fn lower(key: &[u8]) -> Vec<u8> {
-    key.to_ascii_lowercase()
+/// `f` of `key` in ASCII lowercase, on the stack when it is short (as
+/// variable names are), so a lookup allocates nothing.
+fn with_lower<R>(key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    let mut buf = [0u8; 64];
+    match buf.get_mut(..key.len()) {
+        Some(low) => {
+            for (d, s) in low.iter_mut().zip(key) {
+                *d = s.to_ascii_lowercase();
+            }
+            f(low)
+        }
+        None => f(&key.to_ascii_lowercase()),
+    }
 }
 
 #[cfg(test)]
