@@ -17,7 +17,7 @@ use super::Transaction;
 use super::store::Str;
 use crate::model::Selector;
 use crate::ruleset::{ChainId, RuleSet};
-use crate::transform::{M_ALWAYS, Mask, byte_mask};
+use crate::transform::{M_ALWAYS, Mask, Transform, byte_mask};
 use crate::vars::Var;
 
 /// A value of a collection that holds one of the prefilter's literals
@@ -217,29 +217,38 @@ impl Transaction {
         } else {
             let (parent, _) = self.column(rules, var, sel, def.parent.unwrap_or(0));
             let step = *def.steps.last().expect("a chain with a parent has steps");
-            let triggers = step.triggers();
             let at = self.shared.cells.len() as u32;
-            let mut out = std::mem::take(&mut self.shared.out);
             for i in 0..base.len {
                 let p = self.shared.cells[(parent + i) as usize];
                 let pm = self.shared.cell_masks[(parent + i) as usize];
-                // A step whose trigger bytes its input lacks leaves it as
-                // it is (transform.rs tests this for every such step).
-                let (tv, mask) = if triggers & M_ALWAYS == 0 && triggers & pm == 0 {
-                    (p, pm)
-                } else if step.apply_into(self.arena.get(p), &mut out) {
-                    (self.arena.push(&out), byte_mask(&out))
-                } else {
-                    (p, pm)
-                };
+                let (tv, mask) = self.step(step, p, pm);
                 self.shared.cells.push(tv);
                 self.shared.cell_masks.push(mask);
             }
-            self.shared.out = out;
             at
         };
         self.shared.columns.insert((var, kind, chain), at);
         (at, base.len)
+    }
+
+    /// Arena value `p` (byte classes `mask`) through one step, with the
+    /// result's byte classes: `p` itself when the step cannot change it (a
+    /// step whose trigger bytes its input lacks leaves it as it is:
+    /// transform.rs tests this for every such step) or did not.
+    fn step(&mut self, step: Transform, p: Str, mask: Mask) -> (Str, Mask) {
+        let triggers = step.triggers();
+        if triggers & M_ALWAYS == 0 && triggers & mask == 0 {
+            return (p, mask);
+        }
+        let mut out = std::mem::take(&mut self.shared.out);
+        let changed = step.apply_into(self.arena.get(p), &mut out);
+        let result = if changed {
+            (self.arena.push(&out), byte_mask(&out))
+        } else {
+            (p, mask)
+        };
+        self.shared.out = out;
+        result
     }
 
     /// The prefilter's verdict on an arena value, cached by its bytes
@@ -306,15 +315,10 @@ impl Transaction {
             None => data,
         };
         let step = *def.steps.last().expect("a chain with a parent has steps");
-        let triggers = step.triggers();
-        let out = if parent == data && triggers & M_ALWAYS == 0 && triggers & mask == 0 {
-            data
-        } else {
-            match step.apply(self.arena.get(parent)) {
-                None => parent,
-                Some(v) => self.arena.push(&v),
-            }
-        };
+        // The byte classes of a value a step already changed are not
+        // known here: all of them, so the step runs.
+        let classes = if parent == data { mask } else { Mask::MAX };
+        let (out, _) = self.step(step, parent, classes);
         self.transformed.insert((data, chain), out);
         out
     }
