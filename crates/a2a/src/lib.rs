@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+mod follow;
 mod push;
 mod remote;
 mod run;
@@ -82,6 +83,8 @@ pub struct A2a {
     cluster: std::sync::OnceLock<Arc<Cluster>>,
     /// Unfinished tasks one owner may have per agent.
     max_open: u64,
+    /// Subscribers waiting between turns of a task, woken when it changes.
+    followers: DashMap<(String, String), Arc<tokio::sync::Notify>>,
 }
 
 /// A task whose turn is running now.
@@ -112,6 +115,7 @@ impl A2a {
             push,
             cluster: std::sync::OnceLock::new(),
             max_open,
+            followers: DashMap::new(),
         };
         a2a.fail_left(None)?;
         Ok(a2a)
@@ -340,6 +344,7 @@ impl A2a {
             .await
             .map_err(store_error)?;
         self.publish(agent, None, StreamResponse::StatusUpdate(update));
+        self.wake_followers(agent, &task.id);
         Ok(task)
     }
 
@@ -393,39 +398,6 @@ impl A2a {
         let params: PushConfigParams = parse_params(params)?;
         self.task(scope, &params.task_id)?;
         push.delete(&scope.agent, &params).await
-    }
-
-    /// `SubscribeToTask`: the task now, then its events until it finishes
-    /// or waits for input, wherever in the cluster its turn runs.
-    pub async fn subscribe(
-        self: &Arc<Self>,
-        scope: &Scope,
-        params: TaskIdParams,
-    ) -> Result<Reply, A2aError> {
-        let agent = scope.agent.as_str();
-        let task = self.task(scope, &params.id)?;
-        if let Some(events) = self.subscribe_here(agent, &params.id) {
-            return Ok(Reply::Stream(events));
-        }
-        if let Some(cluster) = self.running_elsewhere(agent, &task)
-            && let Some(reply) = self
-                .subscribe_elsewhere(&cluster, agent, &params.id)
-                .await?
-        {
-            return Ok(reply);
-        }
-        if task.status.state.is_terminal() {
-            return Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
-                .message(format!(
-                    "task `{}` is finished: there is nothing to subscribe to",
-                    task.id
-                ))
-                .with("taskId", task.id.clone())
-                .with("state", task.status.state.as_str()));
-        }
-        let (tx, rx) = mpsc::channel(1);
-        let _ = tx.try_send(StreamResponse::Task(task));
-        Ok(Reply::Stream(rx))
     }
 
     /// The events of a turn running on this node, its snapshot first.
@@ -502,6 +474,7 @@ impl A2a {
                 .with("taskId", task.id.clone())),
             Entry::Vacant(slot) => {
                 slot.insert(running.clone());
+                self.wake_followers(agent, &task.id);
                 Ok((running, done_rx))
             }
         }
@@ -550,12 +523,24 @@ fn stream(
 ) -> mpsc::Receiver<StreamResponse> {
     let (tx, rx) = mpsc::channel(64);
     let task_id = task.id.clone();
+    let mut done = running.done.subscribe();
     tokio::spawn(async move {
         if tx.send(StreamResponse::Task(task)).await.is_err() {
             return;
         }
         loop {
-            let event = match fanout.recv().await {
+            let received = tokio::select! {
+                biased;
+                received = fanout.recv() => received,
+                // A turn that ended without a last event (its state could
+                // not change) ends its streams too, once they are drained.
+                _ = done.wait_for(|d| *d) => match fanout.try_recv() {
+                    Ok(event) => Ok(event),
+                    Err(broadcast::error::TryRecvError::Lagged(n)) => Err(broadcast::error::RecvError::Lagged(n)),
+                    Err(_) => return,
+                },
+            };
+            let event = match received {
                 Ok(event) => event,
                 Err(broadcast::error::RecvError::Closed) => return,
                 Err(broadcast::error::RecvError::Lagged(missed)) => {

@@ -1,7 +1,8 @@
 //! The `card { … }` block of an agent: what its A2A agent card says beyond
 //! what `describe()` reports: a description in place of the agent's own,
 //! the media types it takes and answers in, its provider and its
-//! documentation.
+//! documentation, and how long a client may keep the card before asking
+//! again (`max-age`, five minutes unless said).
 //!
 //! ```kdl
 //! agent "scribe" {
@@ -11,6 +12,7 @@
 //!         output-modes "text/plain" "application/json"
 //!         provider "Example Corp" url="https://example.com"
 //!         documentation-url "https://example.com/docs/scribe"
+//!         max-age "1h"
 //!     }
 //! }
 //! ```
@@ -26,7 +28,13 @@ const CARD: &[&str] = &[
     "output-modes",
     "provider",
     "documentation-url",
+    "max-age",
 ];
+
+/// How long a client may keep a card before asking again, unless the
+/// card block says: short enough that a reloaded agent's new card is seen
+/// within minutes; clients revalidate cheaply with `If-None-Match`.
+pub const CARD_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// An agent's card settings; what is unset comes from `describe()` and the
 /// host's defaults.
@@ -42,6 +50,8 @@ pub struct CardSettings {
     pub provider: Option<(String, String)>,
     /// Where its documentation is.
     pub documentation_url: Option<String>,
+    /// `Cache-Control: max-age` of the card; none: [`CARD_MAX_AGE`].
+    pub max_age: Option<std::time::Duration>,
 }
 
 impl Walker {
@@ -55,6 +65,7 @@ impl Walker {
                     card.documentation_url = self.string(child).map(|(s, _)| s);
                 }
                 "provider" => card.provider = self.provider(child),
+                "max-age" => card.max_age = self.duration(child),
                 _ => self.unknown(child, "in `card`", CARD),
             }
         }

@@ -36,7 +36,7 @@ use std::time::Duration;
 pub use a2a::A2aSettings;
 pub use binary::{Binary, Owner, UnixSocket};
 pub use bounds::extremes;
-pub use card::CardSettings;
+pub use card::{CARD_MAX_AGE, CardSettings};
 pub use cluster::Cluster;
 pub use compose::{
     Composition, Condition, DEFAULT_CALL_DEPTH, FailOn, Flow, Merge, Overflow, Step, Subscription,

@@ -137,7 +137,10 @@ pub(super) fn parse(name: &str, text: &str, base_dir: &Path) -> Result<Config, C
             return Err(ConfigError::new(name, text, problems));
         }
     };
-    let mut walker = Walker::default();
+    let mut walker = Walker {
+        base_dir: base_dir.to_path_buf(),
+        ..Walker::default()
+    };
     let place = super::compose::Place { name, text };
     let mut trust = TrustBlock::default();
     let mut config = walker.document(&doc, &place, &mut trust);

@@ -13,8 +13,13 @@
 //!     attempts 5         // per notification, with exponential backoff
 //!     backoff "250ms"    // the first wait; each next one doubles (cap 30s)
 //!     max-configs 8      // webhooks per task
+//!     ca "hooks-ca.pem"  // trusted for https:// webhooks, besides the system's roots
 //! }
 //! ```
+//!
+//! `https://` webhooks are verified against the system's root
+//! certificates and the certificates of `ca` (PEM, read relative to the
+//! configuration file when it loads, so `wharf check` reports a bad file).
 
 use super::SettingError;
 use std::net::{IpAddr, SocketAddr};
@@ -26,7 +31,14 @@ use kdl::KdlNode;
 use super::diag::Problem;
 use super::walker::{Walker, set};
 
-const PUSH: &[&str] = &["allow", "timeout", "attempts", "backoff", "max-configs"];
+const PUSH: &[&str] = &[
+    "allow",
+    "timeout",
+    "attempts",
+    "backoff",
+    "max-configs",
+    "ca",
+];
 
 /// Push notifications as configured; `None` in [`super::Config`] is off.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +53,9 @@ pub struct Push {
     pub backoff: Duration,
     /// Configs a task may have at most.
     pub max_configs: usize,
+    /// Certificates (DER) trusted for `https://` webhooks besides the
+    /// system's roots.
+    pub ca: Vec<Vec<u8>>,
 }
 
 impl Default for Push {
@@ -51,6 +66,7 @@ impl Default for Push {
             attempts: 5,
             backoff: Duration::from_millis(250),
             max_configs: 8,
+            ca: Vec::new(),
         }
     }
 }
@@ -160,6 +176,43 @@ impl Target {
 }
 
 impl Walker {
+    /// The certificates of the PEM file a node names (relative to the
+    /// configuration's directory); at least one, or a problem.
+    fn certificates(&mut self, node: &KdlNode) -> Option<Vec<Vec<u8>>> {
+        use rustls_pki_types::CertificateDer;
+        use rustls_pki_types::pem::PemObject;
+        let (path, span) = self.string(node)?;
+        let path = self.base_dir.join(path);
+        let shown = path.display().to_string();
+        let problem = |why: String| {
+            Problem::new(span, format!("`{shown}`: {why}"))
+                .help("name a PEM file of one or more CERTIFICATE blocks")
+        };
+        let text = match std::fs::read(&path) {
+            Ok(text) => text,
+            Err(e) => {
+                self.problems.push(problem(format!("cannot read it: {e}")));
+                return None;
+            }
+        };
+        let certs: Result<Vec<Vec<u8>>, _> = CertificateDer::pem_slice_iter(&text)
+            .map(|c| c.map(|c| c.to_vec()))
+            .collect();
+        match certs {
+            Ok(certs) if !certs.is_empty() => Some(certs),
+            Ok(_) => {
+                self.problems
+                    .push(problem("it holds no certificate".into()));
+                None
+            }
+            Err(e) => {
+                self.problems
+                    .push(problem(format!("not PEM certificates: {e}")));
+                None
+            }
+        }
+    }
+
     pub(super) fn push(&mut self, node: &KdlNode) -> Option<Push> {
         let mut push = Push::default();
         for child in self.block(node) {
@@ -169,6 +222,11 @@ impl Walker {
                 "backoff" => set(&mut push.backoff, self.duration(child)),
                 "attempts" => set(&mut push.attempts, self.count(child)),
                 "max-configs" => set(&mut push.max_configs, self.count(child)),
+                "ca" => {
+                    if let Some(certs) = self.certificates(child) {
+                        push.ca.extend(certs);
+                    }
+                }
                 _ => self.unknown(child, "in `push`", PUSH),
             }
         }

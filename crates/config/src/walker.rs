@@ -19,6 +19,9 @@ use super::units::{parse_duration, parse_size};
 #[derive(Default)]
 pub(super) struct Walker {
     pub(super) problems: Vec<Problem>,
+    /// The configuration file's directory: files it names are read
+    /// relative to it.
+    pub(super) base_dir: std::path::PathBuf,
 }
 
 impl Walker {

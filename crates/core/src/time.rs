@@ -1,10 +1,13 @@
 //! Wall-clock time as Wharf writes it in audit records and listings.
 
-/// Seconds since the epoch with milliseconds, as RFC 3339 UTC.
+/// Now, as RFC 3339 UTC with milliseconds.
 pub fn now_rfc3339() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    rfc3339(std::time::SystemTime::now())
+}
+
+/// `at` as RFC 3339 UTC with milliseconds.
+pub fn rfc3339(at: std::time::SystemTime) -> String {
+    let now = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let secs = now.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);

@@ -113,13 +113,15 @@ pub(super) fn load_one(
         .compile_hashed(&bytes, &sha256)
         .map_err(|e| format!("failed to compile: {e}"))?;
     let prepared = runtime.prepare(&component).map_err(|e| e.to_string())?;
+    let loaded_at = std::time::SystemTime::now();
     let mut origin = Origin {
         name: name.to_string(),
         path: path.to_path_buf(),
         digest,
         size: bytes.len() as u64,
         world: prepared.world().as_str(),
-        loaded: wharf_core::time::now_rfc3339(),
+        loaded: wharf_core::time::rfc3339(loaded_at),
+        loaded_at,
         signed_by,
         stamp,
     };

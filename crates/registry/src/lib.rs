@@ -43,6 +43,9 @@ pub struct Origin {
     pub world: &'static str,
     /// When this version was loaded (RFC 3339, UTC).
     pub loaded: String,
+    /// The same instant, for HTTP dates (an agent card's `Last-Modified`).
+    #[serde(skip)]
+    pub loaded_at: std::time::SystemTime,
     /// The id of the trusted key that signed it, when one did.
     pub signed_by: Option<String>,
     /// The file's metadata when it was read: a reload reuses the entry

@@ -275,6 +275,55 @@ async def subscribe_follows_a_live_task():
         pass
 
 
+async def subscribe_follows_an_interrupted_task_to_its_end():
+    """A subscriber to a task waiting for input stays until the task ends:
+    it sees every later turn, and a cancel between turns."""
+    c = await client(BOOKING, streaming=False)
+    watcher = await client(BOOKING)
+    (first,) = await events(c, "I would like to book a table")
+    task = first.task
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    stream = watcher.subscribe(SubscribeToTaskRequest(id=task.id))
+    head = await anext(stream)
+    assert head.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, head
+    rest = asyncio.ensure_future(collect(stream))
+    ids = dict(task_id=task.id, context_id=task.context_id)
+    (second,) = await events(c, "4 of us", **ids)
+    assert second.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    await asyncio.sleep(0.2)
+    assert not rest.done(), "the stream closed while the task waited for input"
+    (third,) = await events(c, "Friday please", **ids)
+    assert third.task.status.state == TaskState.TASK_STATE_COMPLETED
+    got = await asyncio.wait_for(rest, timeout=30)
+    said = [text_of(status_of(e).message) for e in got if status_of(e) is not None]
+    assert "Which day?" in said, said
+    assert said[-1] == "Booked a table for 4 on friday.", said
+    assert status_of(got[-1]).state == TaskState.TASK_STATE_COMPLETED, got[-1]
+
+    # Canceled while it waits: the subscriber is told, and the stream ends.
+    (other,) = await events(c, "I would like to book a table")
+    stream = watcher.subscribe(SubscribeToTaskRequest(id=other.task.id))
+    await anext(stream)
+    rest = asyncio.ensure_future(collect(stream))
+    await asyncio.sleep(0.2)
+    await c.cancel_task(CancelTaskRequest(id=other.task.id))
+    got = await asyncio.wait_for(rest, timeout=30)
+    assert status_of(got[-1]).state == TaskState.TASK_STATE_CANCELED, got
+
+
+async def collect(stream):
+    return [e async for e in stream]
+
+
+def status_of(event):
+    """The task status an event carries, if any."""
+    if event.HasField("status_update"):
+        return event.status_update.status
+    if event.HasField("task"):
+        return event.task.status
+    return None
+
+
 async def failures_end_the_task_with_a_reason():
     c = await client(SCRIBE, streaming=False)
     (failed,) = await events(c, "fail")
@@ -395,6 +444,7 @@ SCENARIOS = [
     multi_turn_asks_until_it_knows_enough,
     cancel_interrupts_a_running_turn,
     subscribe_follows_a_live_task,
+    subscribe_follows_an_interrupted_task_to_its_end,
     failures_end_the_task_with_a_reason,
     errors_come_back_as_the_sdk_types,
     push_configs_are_kept_and_each_update_reaches_the_webhook,

@@ -89,6 +89,101 @@ async fn the_official_javascript_sdk_streams_over_both_bindings() {
     server.stop().await;
 }
 
+/// The card as `wharf.kdl` describes it (`description`, `max-age`).
+fn card_site(root: &Path, description: &str) {
+    let text = format!(
+        "listen \"127.0.0.1:0\"\nagents \"agents\"\ncache {:?}\naudit #false\n\
+         tasks {{ path \"tasks.db\" }}\n\
+         a2a {{ default \"scribe\" }}\n\
+         agent \"scribe\" {{ card {{ description {description:?}; max-age \"90s\" }} }}\n",
+        test_cache_dir().display().to_string()
+    );
+    let tmp = root.join(".wharf.kdl.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, root.join("wharf.kdl")).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cards_are_cacheable_and_change_when_their_agent_is_reloaded() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("agents")).unwrap();
+    std::fs::copy(guest("scribe"), root.path().join("agents/scribe.wasm")).unwrap();
+    card_site(root.path(), "First");
+    let server = Server::start_file(&root.path().join("wharf.kdl")).await;
+    let url = server.url("/a2a/scribe/.well-known/agent-card.json");
+    let fetch = |headers: Vec<(&'static str, String)>| {
+        let url = url.clone();
+        async move {
+            let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            send(&client(), Method::GET, &url, &pairs, "").await
+        }
+    };
+    let header = |reply: &Reply, name: &str| {
+        reply
+            .headers
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+
+    let first = fetch(vec![]).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(first.json()["description"], "First");
+    assert_eq!(header(&first, "cache-control"), "public, max-age=90");
+    let etag = header(&first, "etag");
+    let modified = header(&first, "last-modified");
+    assert!(etag.starts_with('"') && etag.ends_with('"'), "{etag}");
+    assert!(modified.ends_with(" GMT"), "{modified}");
+
+    // The client's copy still holds: 304, no body, the same validators.
+    let again = fetch(vec![("if-none-match", etag.clone())]).await;
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    assert!(again.body.is_empty());
+    assert_eq!(header(&again, "etag"), etag);
+    let weak = fetch(vec![("if-none-match", format!("\"other\", W/{etag}"))]).await;
+    assert_eq!(weak.status, StatusCode::NOT_MODIFIED);
+    let by_date = fetch(vec![("if-modified-since", modified.clone())]).await;
+    assert_eq!(by_date.status, StatusCode::NOT_MODIFIED);
+    let stale = fetch(vec![("if-none-match", "\"other\"".into())]).await;
+    assert_eq!(stale.status, StatusCode::OK);
+    assert_eq!(stale.body, first.body);
+    // The card is served whatever name the client used, and says so: a
+    // card reached by another name is another card, with another tag.
+    let named = fetch(vec![
+        ("host", "agents.example".into()),
+        ("if-none-match", etag.clone()),
+    ])
+    .await;
+    assert_eq!(named.status, StatusCode::OK);
+    assert_ne!(header(&named, "etag"), etag);
+    // The host's card is the default agent's, validators and all.
+    let host_card = send(
+        &client(),
+        Method::GET,
+        &server.url("/.well-known/agent-card.json"),
+        &[("if-none-match", &etag)],
+        "",
+    )
+    .await;
+    assert_eq!(host_card.status, StatusCode::NOT_MODIFIED);
+
+    // The agent reloaded with another card: the old tag no longer holds.
+    card_site(root.path(), "Second");
+    wait_until("the reloaded card", || async {
+        fetch(vec![]).await.json()["description"] == "Second"
+    })
+    .await;
+    let changed = fetch(vec![("if-none-match", etag.clone())]).await;
+    assert_eq!(changed.status, StatusCode::OK);
+    assert_eq!(changed.json()["description"], "Second");
+    assert_ne!(header(&changed, "etag"), etag);
+    let since = |h: &str| httpdate::parse_http_date(h).unwrap();
+    assert!(since(&header(&changed, "last-modified")) >= since(&modified));
+    server.stop().await;
+}
+
 pub(crate) async fn rpc(
     server: &Server,
     agent: &str,
@@ -218,7 +313,10 @@ async fn bad_calls_get_the_bindings_errors_and_the_host_keeps_serving() {
     )
     .await;
     assert_eq!(reply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    assert_eq!(rpc_code(&reply), -32600);
+    assert_eq!(rpc_code(&reply), -32005);
+    let info = &reply.json()["error"]["data"][0];
+    assert_eq!(info["reason"], "CONTENT_TYPE_NOT_SUPPORTED", "{info}");
+    assert_eq!(info["metadata"]["contentType"], "text/plain");
     let reply = send(
         &client(),
         Method::GET,
@@ -268,6 +366,10 @@ async fn bad_calls_get_the_bindings_errors_and_the_host_keeps_serving() {
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
     let reply = send(&client(), Method::POST, &url("/message:send"), &[V1], "{}").await;
     assert_eq!(reply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(
+        reply.json()["error"]["details"][0]["reason"],
+        "CONTENT_TYPE_NOT_SUPPORTED"
+    );
     let reply = send(&client(), Method::GET, &url("/tasks?pageSize=0"), &[V1], "").await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
     assert!(
@@ -416,8 +518,9 @@ async fn tasks_survive_a_restart_and_a_turn_cut_off_by_one_ends_failed() {
     server.stop().await;
 }
 
-/// A webhook receiver on loopback: its URL, and the JSON bodies posted to it.
-async fn webhook() -> (String, tokio::sync::mpsc::UnboundedReceiver<Value>) {
+/// A webhook receiver's routes: `POST /hook`, whose JSON bodies arrive on
+/// the receiver.
+pub(crate) fn webhook_app() -> (axum::Router, tokio::sync::mpsc::UnboundedReceiver<Value>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let app = axum::Router::new().route(
         "/hook",
@@ -426,6 +529,12 @@ async fn webhook() -> (String, tokio::sync::mpsc::UnboundedReceiver<Value>) {
             async { StatusCode::NO_CONTENT }
         }),
     );
+    (app, rx)
+}
+
+/// A webhook receiver on loopback: its URL, and the JSON bodies posted to it.
+async fn webhook() -> (String, tokio::sync::mpsc::UnboundedReceiver<Value>) {
+    let (app, rx) = webhook_app();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });

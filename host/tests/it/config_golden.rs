@@ -65,6 +65,9 @@ fn every_kdl_snippet_in_the_readme_and_docs_is_valid() {
     let base = tempfile::tempdir().unwrap();
     std::fs::create_dir(base.path().join("keys")).unwrap();
     wharf::trust::keygen(&base.path().join("keys/release")).unwrap();
+    // The CA file the `push` snippet names.
+    let ca = rcgen::generate_simple_self_signed(vec!["hooks.example.com".to_string()]).unwrap();
+    std::fs::write(base.path().join("hooks-ca.pem"), ca.cert.pem()).unwrap();
     let docs = [
         ("docs/configuration.md", 8),
         ("docs/filters.md", 2),

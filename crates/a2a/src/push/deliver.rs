@@ -3,7 +3,7 @@
 //! again for every attempt), retrying failures that may pass (no answer,
 //! timeouts, 408, 429, 5xx) with exponential backoff, and giving up at once
 //! on answers that will not change (other 3xx and 4xx: redirects are not
-//! followed).
+//! followed). `https://` webhooks are posted to over TLS ([`super::tls`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use wharf_tasks::TaskPushNotificationConfig;
 
 use super::guard::Webhook;
+use super::tls::Tls;
 use wharf_config::Push as Policy;
 
 /// The most of a webhook's answer the host reads: its status is all that
@@ -53,6 +54,7 @@ impl Hook {
         config: TaskPushNotificationConfig,
         webhook: Webhook,
         policy: Arc<Policy>,
+        tls: Arc<Tls>,
         counters: Arc<Counters>,
         agent: String,
     ) -> Hook {
@@ -62,6 +64,7 @@ impl Hook {
             config: config.clone(),
             webhook,
             policy,
+            tls,
             counters,
             agent,
             closed: closed.clone(),
@@ -80,6 +83,7 @@ struct Worker {
     config: TaskPushNotificationConfig,
     webhook: Webhook,
     policy: Arc<Policy>,
+    tls: Arc<Tls>,
     counters: Arc<Counters>,
     agent: String,
     closed: Arc<AtomicBool>,
@@ -151,8 +155,25 @@ impl Worker {
             }
         }
         let stream = stream.ok_or(Failure::Retry(last))?;
+        if self.webhook.tls {
+            let stream = self
+                .tls
+                .connect(&self.webhook.host, stream)
+                .await
+                .map_err(Failure::Retry)?;
+            self.exchange(stream, body).await
+        } else {
+            self.exchange(stream, body).await
+        }
+    }
+
+    /// Posts `body` over `io` (plain or TLS) and reads the answer's status.
+    async fn exchange<IO>(&self, io: IO, body: &Bytes) -> Result<(), Failure>
+    where
+        IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let retry = |e: hyper::Error| Failure::Retry(format!("the webhook connection failed: {e}"));
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
             .await
             .map_err(retry)?;
         tokio::spawn(conn);

@@ -1,5 +1,5 @@
-//! Where a webhook may point: the URL checked against the `push` allow-list
-//! when a config is created. Each address its host resolves to is checked
+//! Where a webhook may point: the URL (`https://` or `http://`) checked
+//! against the `push` allow-list when a config is created. Each address its host resolves to is checked
 //! again when a notification is sent ([`wharf_core::egress::resolve`]).
 
 use wharf_config::Target;
@@ -14,20 +14,22 @@ pub(super) struct Webhook {
     pub authority: String,
     /// Path and query, at least `/`.
     pub path: String,
+    /// `https://`: delivered over TLS.
+    pub tls: bool,
 }
 
 /// Checks `url` against `allow`; the error says why it is refused.
 pub(super) fn check_url(url: &str, allow: &[Target]) -> Result<Webhook, String> {
     let parsed = url::Url::parse(url).map_err(|e| format!("`url` is not a URL: {e}"))?;
-    match parsed.scheme() {
-        "http" => {}
-        "https" => {
-            return Err("`url` must be an http:// webhook: this host does not send \
-                        notifications over TLS"
-                .into());
+    let tls = match parsed.scheme() {
+        "http" => false,
+        "https" => true,
+        other => {
+            return Err(format!(
+                "`url` must be an https:// or http:// webhook, not {other}:"
+            ));
         }
-        other => return Err(format!("`url` must be an http:// webhook, not {other}:")),
-    }
+    };
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err("`url` must not carry credentials: use `authentication`".into());
     }
@@ -37,7 +39,9 @@ pub(super) fn check_url(url: &str, allow: &[Target]) -> Result<Webhook, String> 
         Some(url::Host::Ipv6(ip)) => ip.to_string(),
         None => return Err("`url` has no host".into()),
     };
-    let port = parsed.port_or_known_default().unwrap_or(80);
+    let port = parsed
+        .port_or_known_default()
+        .unwrap_or(if tls { 443 } else { 80 });
     if !allow.iter().any(|t| t.admits_host(&host, port)) {
         return Err(format!(
             "webhook host `{host}:{port}` is not allowed by this host's `push` allow-list"
@@ -57,6 +61,7 @@ pub(super) fn check_url(url: &str, allow: &[Target]) -> Result<Webhook, String> 
         port,
         authority,
         path,
+        tls,
     })
 }
 
@@ -69,7 +74,7 @@ mod tests {
     }
 
     #[test]
-    fn urls_pass_only_when_listed_and_plain_http() {
+    fn urls_pass_only_when_listed_over_http_or_https() {
         let list = allow(&["hooks.example.com", "127.0.0.1"]);
         let hook = check_url("http://Hooks.Example.com/a2a?x=1", &list).unwrap();
         assert_eq!(
@@ -82,10 +87,14 @@ mod tests {
             (local.authority.as_str(), local.path.as_str()),
             ("127.0.0.1:9000", "/")
         );
+        assert!(!local.tls);
+        let secure = check_url("https://hooks.example.com/a2a", &list).unwrap();
+        assert_eq!((secure.port, secure.tls), (443, true));
         for (url, why) in [
             ("http://169.254.169.254/latest", "not allowed"),
             ("http://10.0.0.1/", "not allowed"),
-            ("https://hooks.example.com/", "TLS"),
+            ("https://10.0.0.1/", "not allowed"),
+            ("https://hooks.example.org/", "not allowed"),
             ("file:///etc/passwd", "not file"),
             ("http://user:pw@hooks.example.com/", "credentials"),
             ("not a url", "not a URL"),

@@ -6,6 +6,7 @@
 
 mod deliver;
 mod guard;
+mod tls;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -47,6 +48,7 @@ pub struct Push {
     /// By (agent, task id); a task's entry goes when it finishes.
     hooks: DashMap<(String, String), Vec<Arc<Hook>>>,
     counters: Arc<Counters>,
+    tls: Arc<tls::Tls>,
 }
 
 impl Push {
@@ -61,6 +63,7 @@ impl Push {
             retried: counter(r, "wharf_a2a_push_retries_total", Vec::new()),
         };
         Push {
+            tls: Arc::new(tls::Tls::new(policy.ca.clone())),
             policy: Arc::new(policy),
             store,
             hooks: DashMap::new(),
@@ -256,6 +259,7 @@ impl Push {
             config,
             webhook,
             self.policy.clone(),
+            self.tls.clone(),
             self.counters.clone(),
             agent.to_string(),
         ));

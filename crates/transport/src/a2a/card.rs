@@ -6,10 +6,18 @@
 //! configured).
 //! The URLs are built from the `Host` the client used, so the card is
 //! right behind whatever name the client reached Wharf by.
+//!
+//! Cards are cacheable (A2A section 8.6.1): `Cache-Control: max-age` from
+//! the card block, an `ETag` that is a digest of the card's bytes (so it
+//! changes exactly when the card does, on every node alike), and
+//! `Last-Modified` when the agent's version was loaded; `If-None-Match`
+//! (else `If-Modified-Since`) that still holds is answered `304`.
 
-use axum::Json;
+use std::time::SystemTime;
+
 use axum::response::{IntoResponse, Response};
-use http::HeaderMap;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use sha2::{Digest, Sha256};
 use wharf_tasks::{
     AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, PROTOCOL_VERSION,
 };
@@ -91,5 +99,169 @@ pub(super) fn serve(state: &AppState, name: &str, headers: &HeaderMap) -> Respon
         signatures: Vec::new(),
         icon_url: None,
     };
-    Json(body).into_response()
+    let body = serde_json::to_vec(&body).unwrap_or_default();
+    let max_age = kdl.max_age.unwrap_or(wharf_config::CARD_MAX_AGE);
+    cacheable(body, max_age, entry.origin.loaded_at, headers)
+}
+
+/// The card's bytes with its validators, or `304` when the client's copy
+/// is still this one.
+fn cacheable(
+    body: Vec<u8>,
+    max_age: std::time::Duration,
+    modified: SystemTime,
+    asked: &HeaderMap,
+) -> Response {
+    let digest = Sha256::digest(&body);
+    let etag = format!("\"{}\"", hex::encode(&digest[..16]));
+    let mut headers = HeaderMap::new();
+    let value = |s: String| HeaderValue::try_from(s).expect("ASCII header value");
+    headers.insert(
+        header::CACHE_CONTROL,
+        value(format!("public, max-age={}", max_age.as_secs())),
+    );
+    headers.insert(
+        header::LAST_MODIFIED,
+        value(httpdate::fmt_http_date(modified)),
+    );
+    let fresh = still_fresh(asked, &etag, modified);
+    headers.insert(header::ETAG, value(etag));
+    if fresh {
+        return (StatusCode::NOT_MODIFIED, headers).into_response();
+    }
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    (StatusCode::OK, headers, body).into_response()
+}
+
+/// RFC 9110 section 13.2.2: `If-None-Match` decides when present (weak
+/// comparison, `*` matches any card); only without it does
+/// `If-Modified-Since` count, to the second.
+fn still_fresh(asked: &HeaderMap, etag: &str, modified: SystemTime) -> bool {
+    let mut lists = asked.get_all(header::IF_NONE_MATCH).iter().peekable();
+    if lists.peek().is_some() {
+        return lists
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(|tag| tag.trim())
+            .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag);
+    }
+    let since = asked
+        .get(header::IF_MODIFIED_SINCE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| httpdate::parse_http_date(v).ok());
+    let secs = |t: SystemTime| {
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    };
+    since.is_some_and(|since| secs(modified) <= secs(since))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn asked(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(*k, HeaderValue::from_str(v).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn validators_follow_rfc_9110() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let tag = "\"abc\"";
+        let date = httpdate::fmt_http_date(at);
+        let later = httpdate::fmt_http_date(at + Duration::from_secs(60));
+        let earlier = httpdate::fmt_http_date(at - Duration::from_secs(1));
+        assert!(!still_fresh(&asked(&[]), tag, at));
+        assert!(still_fresh(&asked(&[("if-none-match", tag)]), tag, at));
+        assert!(still_fresh(
+            &asked(&[("if-none-match", "W/\"abc\"")]),
+            tag,
+            at
+        ));
+        assert!(still_fresh(
+            &asked(&[("if-none-match", "\"x\", \"abc\"")]),
+            tag,
+            at
+        ));
+        assert!(still_fresh(
+            &asked(&[("if-none-match", "\"x\""), ("if-none-match", tag)]),
+            tag,
+            at
+        ));
+        assert!(still_fresh(&asked(&[("if-none-match", "*")]), tag, at));
+        assert!(!still_fresh(
+            &asked(&[("if-none-match", "\"abd\"")]),
+            tag,
+            at
+        ));
+        // If-None-Match decides; the date is not looked at.
+        assert!(!still_fresh(
+            &asked(&[("if-none-match", "\"old\""), ("if-modified-since", &later)]),
+            tag,
+            at
+        ));
+        assert!(still_fresh(
+            &asked(&[("if-modified-since", &date)]),
+            tag,
+            at
+        ));
+        assert!(still_fresh(
+            &asked(&[("if-modified-since", &later)]),
+            tag,
+            at
+        ));
+        assert!(!still_fresh(
+            &asked(&[("if-modified-since", &earlier)]),
+            tag,
+            at
+        ));
+        assert!(!still_fresh(
+            &asked(&[("if-modified-since", "yesterday")]),
+            tag,
+            at
+        ));
+    }
+
+    #[test]
+    fn a_304_carries_the_validators_and_no_body() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let full = cacheable(
+            b"{}".to_vec(),
+            Duration::from_secs(60),
+            at,
+            &HeaderMap::new(),
+        );
+        assert_eq!(full.status(), StatusCode::OK);
+        let etag = full.headers()[header::ETAG].to_str().unwrap().to_string();
+        assert_eq!(full.headers()[header::CACHE_CONTROL], "public, max-age=60");
+        assert_eq!(
+            full.headers()[header::LAST_MODIFIED],
+            "Tue, 14 Nov 2023 22:13:20 GMT"
+        );
+        let again = cacheable(
+            b"{}".to_vec(),
+            Duration::from_secs(60),
+            at,
+            &asked(&[("if-none-match", &etag)]),
+        );
+        assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(again.headers()[header::ETAG], etag.as_str());
+        assert!(again.headers().get(header::CONTENT_TYPE).is_none());
+        let other = cacheable(
+            b"{\"a\":1}".to_vec(),
+            Duration::from_secs(60),
+            at,
+            &asked(&[("if-none-match", &etag)]),
+        );
+        assert_eq!(other.status(), StatusCode::OK, "another card, another tag");
+    }
 }

@@ -167,6 +167,8 @@ fn check_version(req: &Request) -> Result<(), A2aError> {
 }
 
 /// A JSON body must say so: `application/json` or `application/a2a+json`.
+/// Anything else is `ContentTypeNotSupported` (-32005, HTTP 415), with the
+/// type received and the types served in its `ErrorInfo`.
 fn check_json(req: &Request) -> Result<(), A2aError> {
     let media = req
         .headers
@@ -179,11 +181,12 @@ fn check_json(req: &Request) -> Result<(), A2aError> {
         return Ok(());
     }
     let shown = if media.is_empty() { "none" } else { &media };
-    Err(A2aError::new(A2aErrorKind::InvalidRequest)
+    Err(A2aError::new(A2aErrorKind::ContentTypeNotSupported)
         .message(format!(
-            "Request payload validation error: content type `{shown}` is not application/json"
+            "Incompatible content types: `{shown}` is not application/json or application/a2a+json"
         ))
-        .with("contentType", shown.to_string()))
+        .with("contentType", shown.to_string())
+        .with("supported", "application/json, application/a2a+json"))
 }
 
 /// A JSON answer.
@@ -269,7 +272,7 @@ mod tests {
         );
         assert_eq!(
             check_json(&req).unwrap_err().kind,
-            A2aErrorKind::InvalidRequest
+            A2aErrorKind::ContentTypeNotSupported
         );
     }
 }
