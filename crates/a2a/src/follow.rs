@@ -4,7 +4,9 @@
 //! runs, here or on another node, its events are forwarded as they come
 //! (the turn's snapshot first, so nothing it did before the subscriber
 //! joined is lost); between turns the subscriber waits, woken when a turn
-//! of its task starts here or the task is canceled here, and in a cluster
+//! of its task starts here or the task is canceled here (a change it did
+//! not see as events, such as a cancel or a turn too quick to join,
+//! arrives as the whole task), and in a cluster
 //! also looking at the shared store once a heartbeat (a turn may start on
 //! another node). A task whose turn no node runs any more (its node is
 //! gone) ends the stream as the store has it. A subscriber that goes away
@@ -14,7 +16,7 @@ use std::sync::Arc;
 
 use tokio::sync::{Notify, mpsc};
 use wharf_tasks::{
-    A2aError, A2aErrorKind, StreamResponse, Task, TaskIdParams, TaskState, TaskStatusUpdateEvent,
+    A2aError, A2aErrorKind, StreamResponse, Task, TaskIdParams, TaskState, TaskStatus,
 };
 
 use super::{A2a, Reply, Scope, ends_task};
@@ -113,10 +115,10 @@ impl Follower {
         task: Task,
         mut turn: Option<mpsc::Receiver<StreamResponse>>,
     ) {
-        // What the subscriber was last told of the task's state.
-        let mut told: Option<TaskState> = None;
+        // The task status the subscriber was last told of.
+        let mut told: Option<TaskStatus> = None;
         if turn.is_none() {
-            told = Some(task.status.state);
+            told = Some(task.status.clone());
             if self.tx.send(StreamResponse::Task(task)).await.is_err() {
                 return;
             }
@@ -135,8 +137,8 @@ impl Follower {
                         _ = self.tx.closed() => return,
                     };
                     let Some(event) = event else { break };
-                    if let Some(state) = state_of(&event) {
-                        told = Some(state);
+                    if let Some(status) = status_of(&event) {
+                        told = Some(status.clone());
                     }
                     let end = ends_task(&event);
                     if self.tx.send(event).await.is_err() || end {
@@ -160,28 +162,26 @@ impl Follower {
                 }
             }
             let state = task.status.state;
+            let is_new = told.as_ref() != Some(&task.status);
             if matches!(state, TaskState::Submitted | TaskState::Working) {
                 // No node runs its turn: the turn ended just now (the task
                 // has moved on: look again), or the node running it is
                 // gone, and the task as kept ends the stream.
                 match self.a2a.find(&self.key.0, &self.key.1) {
                     Ok(again) if again.status.state != state => continue,
-                    Ok(again) if told != Some(state) => {
+                    Ok(again) if is_new => {
                         let _ = self.tx.send(StreamResponse::Task(again)).await;
                     }
                     _ => {}
                 }
                 return;
             }
-            if told != Some(state) {
-                told = Some(state);
-                let update = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                    task_id: task.id.clone(),
-                    context_id: task.context_id.clone(),
-                    status: task.status.clone(),
-                    metadata: None,
-                });
-                if self.tx.send(update).await.is_err() || state.is_terminal() {
+            if is_new {
+                // Changed since the subscriber last heard (a cancel between
+                // turns, or a turn too quick to join): the whole task, so
+                // a missed turn's artifacts arrive too.
+                told = Some(task.status.clone());
+                if self.tx.send(StreamResponse::Task(task)).await.is_err() || state.is_terminal() {
                     return;
                 }
             }
@@ -209,11 +209,11 @@ impl Follower {
     }
 }
 
-/// The task state an event tells of, if any.
-fn state_of(event: &StreamResponse) -> Option<TaskState> {
+/// The task status an event tells of, if any.
+fn status_of(event: &StreamResponse) -> Option<&TaskStatus> {
     match event {
-        StreamResponse::StatusUpdate(e) => Some(e.status.state),
-        StreamResponse::Task(t) => Some(t.status.state),
+        StreamResponse::StatusUpdate(e) => Some(&e.status),
+        StreamResponse::Task(t) => Some(&t.status),
         _ => None,
     }
 }
