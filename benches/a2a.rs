@@ -285,27 +285,35 @@ fn round_trips(c: &mut Criterion) {
     }
     g.finish();
 
+    // Sends in flight at once; with `commit`, those that arrive together
+    // share one fsync (group commit).
     let mut g = c.benchmark_group("a2a/in_flight");
     let body = send_body("hello brave new world");
-    for n in [1usize, 4, 16, 64] {
-        g.throughput(Throughput::Elements(n as u64));
-        g.bench_with_input(BenchmarkId::new("jsonrpc_send_queued", n), &n, |bch, &n| {
-            bch.iter_custom(|iters| {
-                queued.rt.block_on(async {
-                    let started = Instant::now();
-                    for _ in 0..iters {
-                        let calls = (0..n).map(|_| {
-                            let req = queued.request(Method::POST, "/a2a/scribe", body.clone());
-                            round_trip(&queued.client, req, StatusCode::OK)
-                        });
-                        for body in futures_util::future::join_all(calls).await {
-                            completed(&body);
+    let shapes = [
+        ("jsonrpc_send_queued", &queued, &[1usize, 4, 16, 64][..]),
+        ("jsonrpc_send_commit", &commit, &[1usize, 16][..]),
+    ];
+    for (name, server, widths) in shapes {
+        for &n in widths {
+            g.throughput(Throughput::Elements(n as u64));
+            g.bench_with_input(BenchmarkId::new(name, n), &n, |bch, &n| {
+                bch.iter_custom(|iters| {
+                    server.rt.block_on(async {
+                        let started = Instant::now();
+                        for _ in 0..iters {
+                            let calls = (0..n).map(|_| {
+                                let req = server.request(Method::POST, "/a2a/scribe", body.clone());
+                                round_trip(&server.client, req, StatusCode::OK)
+                            });
+                            for body in futures_util::future::join_all(calls).await {
+                                completed(&body);
+                            }
                         }
-                    }
-                    started.elapsed()
+                        started.elapsed()
+                    })
                 })
-            })
-        });
+            });
+        }
     }
     g.finish();
 

@@ -13,6 +13,7 @@
 //! stops following at once.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use tokio::sync::{Notify, mpsc};
 use wharf_tasks::{
@@ -81,7 +82,8 @@ impl A2a {
     /// Wakes the subscribers waiting for `agent`'s task `id` to change: a
     /// turn of it started, or it was canceled between turns.
     pub(super) fn wake_followers(&self, agent: &str, id: &str) {
-        if self.followers.is_empty() {
+        // One load on every turn's start while nobody waits.
+        if self.waiting.load(Ordering::Relaxed) == 0 {
             return;
         }
         if let Some(notify) = self.followers.get(&(agent.to_string(), id.to_string())) {
@@ -100,7 +102,9 @@ struct Follower {
 impl Follower {
     async fn run(self, task: Task, turn: Option<mpsc::Receiver<StreamResponse>>) {
         let notify = self.register();
+        self.a2a.waiting.fetch_add(1, Ordering::Relaxed);
         self.follow(&notify, task, turn).await;
+        self.a2a.waiting.fetch_sub(1, Ordering::Relaxed);
         drop(notify);
         // The wake-up goes once its last subscriber is gone.
         self.a2a

@@ -85,6 +85,9 @@ pub struct A2a {
     max_open: u64,
     /// Subscribers waiting between turns of a task, woken when it changes.
     followers: DashMap<(String, String), Arc<tokio::sync::Notify>>,
+    /// How many subscribers follow a task now (none: a turn's start looks
+    /// nothing up).
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 /// A task whose turn is running now.
@@ -116,6 +119,7 @@ impl A2a {
             cluster: std::sync::OnceLock::new(),
             max_open,
             followers: DashMap::new(),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
         };
         a2a.fail_left(None)?;
         Ok(a2a)
