@@ -1,6 +1,7 @@
 //! A2A tasks across the nodes of a cluster, on a real NATS server and a
 //! real PostgreSQL server (both started here on loopback): a task started
-//! on one node is read, listed, streamed and canceled on another; a node
+//! on one node is read, listed, streamed and canceled on another, and
+//! followed from a third across a turn that runs on a second; a node
 //! that starts fails only the turns it left running itself; and a node
 //! killed (SIGKILL) while tasks are being written loses none that was
 //! answered, the turn it was running is marked failed by a survivor, and
@@ -134,9 +135,29 @@ async fn a_task_started_on_one_node_is_read_streamed_and_canceled_on_another() {
         asking["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{asking}"
     );
+    // A subscriber on a third node follows it across that turn: the
+    // stream stays open while the task waits and ends when it finishes.
+    let mut watching = subscribe(&n3, asking["id"].as_str().unwrap()).await;
+    let head = next_chunk(watching.body_mut()).await.unwrap().unwrap();
+    let head = events(std::str::from_utf8(&head).unwrap());
+    assert_eq!(
+        head[0]["task"]["status"]["state"],
+        "TASK_STATE_INPUT_REQUIRED"
+    );
     let mut params = send_params("finished elsewhere");
     params["message"]["taskId"] = asking["id"].clone();
     let followed = rpc_at(&n2.base, "SendMessage", params).await["task"].clone();
+    let mut seen = String::new();
+    while let Some(chunk) = next_chunk(watching.body_mut()).await.unwrap() {
+        seen.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let last = events(&seen)
+        .pop()
+        .expect("the follower heard the next turn");
+    let state = last["statusUpdate"]["status"]["state"]
+        .as_str()
+        .or(last["task"]["status"]["state"].as_str());
+    assert_eq!(state, Some("TASK_STATE_COMPLETED"), "{seen}");
     assert_eq!(
         followed["status"]["state"], "TASK_STATE_COMPLETED",
         "{followed}"
