@@ -20,7 +20,7 @@ use wharf_tasks::{
     A2aError, A2aErrorKind, StreamResponse, Task, TaskIdParams, TaskState, TaskStatus,
 };
 
-use super::{A2a, Reply, Scope, ends_task};
+use super::{A2a, Reply, Scope, ends_task, status_of};
 
 /// Events a subscriber may have waiting before the turn's fan-out waits
 /// for it (and, past its ring, sends it a snapshot instead).
@@ -210,14 +210,5 @@ impl Follower {
             .entry(self.key.clone())
             .or_insert_with(|| Arc::new(Notify::new()))
             .clone()
-    }
-}
-
-/// The task status an event tells of, if any.
-fn status_of(event: &StreamResponse) -> Option<&TaskStatus> {
-    match event {
-        StreamResponse::StatusUpdate(e) => Some(&e.status),
-        StreamResponse::Task(t) => Some(&t.status),
-        _ => None,
     }
 }

@@ -566,27 +566,31 @@ fn stream(
     rx
 }
 
+/// The task status an event tells of, if any.
+fn status_of(event: &StreamResponse) -> Option<&wharf_tasks::TaskStatus> {
+    match event {
+        StreamResponse::StatusUpdate(e) => Some(&e.status),
+        StreamResponse::Task(t) => Some(&t.status),
+        StreamResponse::Message(_) | StreamResponse::ArtifactUpdate(_) => None,
+    }
+}
+
 /// Whether `event` says its task has finished for good.
 fn ends_task(event: &StreamResponse) -> bool {
-    match event {
-        StreamResponse::StatusUpdate(e) => e.status.state.is_terminal(),
-        StreamResponse::Task(t) => t.status.state.is_terminal(),
-        _ => false,
-    }
+    status_of(event).is_some_and(|s| s.state.is_terminal())
 }
 
-/// A stream closes when its task finishes or stops for input.
+/// A stream closes when its task finishes or stops for input (or with
+/// the one message a direct answer is).
 fn ends_stream(event: &StreamResponse) -> bool {
-    match event {
-        StreamResponse::StatusUpdate(e) => stops(e.status.state),
-        StreamResponse::Task(t) => stops(t.status.state),
-        StreamResponse::Message(_) => true,
-        StreamResponse::ArtifactUpdate(_) => false,
+    match status_of(event) {
+        Some(status) => {
+            let state = status.state;
+            state.is_terminal()
+                || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+        }
+        None => matches!(event, StreamResponse::Message(_)),
     }
-}
-
-fn stops(state: TaskState) -> bool {
-    state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
 }
 
 fn task_not_found(id: &str) -> A2aError {
