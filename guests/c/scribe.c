@@ -1,8 +1,8 @@
 // scribe (C): the streaming A2A agent of guests/scribe. Sent text, it
 // writes the text back word by word as chunks of one artifact, each
 // reaching streaming clients as it is reported, then completes; `count N`
-// streams N chunks, `fail` fails the task, `reject` rejects it, `trap`
-// traps. Its plain handle streams the words as server-sent events.
+// streams N chunks, `ping` is answered `pong` as a direct reply (a message,
+// no task), `fail` fails the task, `reject` rejects it, `trap` traps. Its plain handle streams the words as server-sent events.
 #define WHARF_A2A
 #include <stdio.h>
 
@@ -64,6 +64,8 @@ bool exports_wharf_plugin_a2a_handler_on_message(exports_wharf_plugin_a2a_handle
     }
     snprintf(line, sizeof line, "counted to %ld", count);
     ok = wg_a2a_outcome(ret, WHARF_PLUGIN_A2A_TURN_STATE_COMPLETED, line);
+  } else if (words == 1 && is(t + at[0], n[0], "ping")) {
+    ok = wg_a2a_reply(ret, "pong");
   } else if (words == 1 && is(t + at[0], n[0], "fail")) {
     ok = wg_error(err, WHARF_PLUGIN_TYPES_ERROR_UNAVAILABLE, "asked to fail");
   } else if (words == 1 && is(t + at[0], n[0], "reject")) {

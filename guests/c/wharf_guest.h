@@ -332,12 +332,21 @@ static wharf_plugin_a2a_artifact_t wg_a2a_artifact(const char *id, const char *t
   return a;
 }
 
-// Sets how a turn ends, with `text` as its status message.
+// Sets how a turn ends, with `text` as its status message (with
+// WHARF_PLUGIN_A2A_TURN_STATE_DIRECT_REPLY, `text` is a direct reply: a
+// message to the client and no task kept, see wg_a2a_reply).
 static bool wg_a2a_outcome(wharf_plugin_a2a_outcome_t *ret, wharf_plugin_a2a_turn_state_t state, const char *text) {
   ret->state = state;
   ret->message.is_some = true;
   ret->message.val = wg_a2a_message(text);
   return true;
+}
+
+// Ends a turn with a direct reply: `text` answers the client as a message
+// and no task is kept (on a new task's first turn that reported nothing;
+// else the task completes with it).
+static bool wg_a2a_reply(wharf_plugin_a2a_outcome_t *ret, const char *text) {
+  return wg_a2a_outcome(ret, WHARF_PLUGIN_A2A_TURN_STATE_DIRECT_REPLY, text);
 }
 #endif
 

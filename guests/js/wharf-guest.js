@@ -191,8 +191,16 @@ export function a2aArtifact(artifactId, text, name = '') {
   return { artifactId, name, parts: [a2aPart(text)] };
 }
 
+// A direct reply: `text` answers the client as a message and no task is
+// kept (on a new task's first turn that reported nothing; else the task
+// completes with it).
+export function a2aReply(text) {
+  return a2aOutcome('direct-reply', text);
+}
+
 // How a turn ends: `state` is 'completed', 'input-required',
-// 'auth-required', 'failed' or 'rejected'; `text` the status message.
+// 'auth-required', 'failed', 'rejected' or 'direct-reply'; `text` the
+// status message.
 export function a2aOutcome(state, text) {
   return { state, message: text === undefined ? undefined : a2aMessage(text) };
 }

@@ -187,6 +187,13 @@ def a2a_artifact(artifact_id, text, name=""):
     return _a2a().Artifact(artifact_id=artifact_id, name=name, parts=[a2a_part(text)])
 
 
+def a2a_reply(text):
+    """A direct reply: `text` answers the client as a message and no task is
+    kept (on a new task's first turn that reported nothing; else the task
+    completes with it)."""
+    return a2a_outcome("DIRECT_REPLY", text)
+
+
 def a2a_outcome(state, text=None):
     """How a turn ends: `state` is a `TurnState` name (`"COMPLETED"`,
     `"INPUT_REQUIRED"`, …), `text` the status message."""

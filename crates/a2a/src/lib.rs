@@ -64,10 +64,13 @@ impl Scope {
     }
 }
 
-/// What a send or subscribe answers: a task (or its events as they come).
+/// What a send or subscribe answers: a task (or its events as they come),
+/// or the agent's direct reply.
 pub enum Reply {
     /// The task, when the call is answered whole.
     Task(Box<Task>),
+    /// The agent's direct reply to a blocking send: a message, no task.
+    Message(Box<Message>),
     /// The task's events, as they come.
     Stream(mpsc::Receiver<StreamResponse>),
 }
@@ -100,6 +103,8 @@ pub(crate) struct Running {
     cancel: Arc<AtomicBool>,
     /// Becomes true when the turn has ended and the task was saved.
     done: watch::Sender<bool>,
+    /// The agent's direct reply, when it gave one in place of the task.
+    reply: std::sync::OnceLock<Message>,
 }
 
 impl A2a {
@@ -231,9 +236,14 @@ impl A2a {
             task.metadata = Some(metadata.clone());
         }
         task.set_status(TaskState::Working, None)?;
+        // A new task the client cannot know of until the turn shows it
+        // (no id returned at once, no webhook to register) is saved when
+        // the turn first reports, or ends: the agent may still answer with
+        // a direct reply, and then no task is kept.
+        let unshown = message.task_id.is_none() && !config.return_immediately && webhook.is_none();
         let (running, done) = self.start(&agent, &task)?;
         let fanout = streaming.then(|| running.subscribe());
-        let saved = self.store.save(&agent, &task);
+        let saved = (!unshown).then(|| self.store.save(&agent, &task));
         if let (Some(mut hook), Some(push)) = (webhook.take(), &self.push) {
             hook.config.task_id = task.id.clone();
             if let Err(err) = push.create(&agent, hook, true).await {
@@ -241,7 +251,7 @@ impl A2a {
                 return Err(err);
             }
         }
-        if streaming || config.return_immediately {
+        if let Some(saved) = saved.filter(|_| streaming || config.return_immediately) {
             // The client learns the task's id now: it must be there to find.
             if let Err(err) = saved.wait().await {
                 self.finish(&agent, &task.id);
@@ -257,14 +267,18 @@ impl A2a {
             running: running.clone(),
             call,
             events,
+            unshown,
         };
         let turn_req = run::turn_request(req, &turn.call);
         tokio::spawn(turn.run(turn_req));
         if let Some(fanout) = fanout {
-            return Ok(Reply::Stream(stream(task, fanout, running)));
+            return Ok(Reply::Stream(stream(task, fanout, running, unshown)));
         }
         if !config.return_immediately {
             wait_done(done).await;
+        }
+        if let Some(reply) = running.reply.get() {
+            return Ok(Reply::Message(Box::new(reply.clone())));
         }
         let task = running
             .task
@@ -410,7 +424,7 @@ impl A2a {
         let running = self.running.get(&key).map(|r| r.clone())?;
         let task = running.task.lock().unwrap_or_else(|e| e.into_inner());
         let fanout = running.subscribe();
-        Some(stream(task.clone(), fanout, running.clone()))
+        Some(stream(task.clone(), fanout, running.clone(), false))
     }
 
     /// Refuses a new task to an owner who has `max_open` unfinished ones.
@@ -468,6 +482,7 @@ impl A2a {
             events: std::sync::OnceLock::new(),
             cancel: Arc::new(AtomicBool::new(false)),
             done,
+            reply: std::sync::OnceLock::new(),
         });
         match self.running.entry((agent.to_string(), task.id.clone())) {
             Entry::Occupied(_) => Err(A2aError::new(A2aErrorKind::UnsupportedOperation)
@@ -519,17 +534,25 @@ async fn wait_done(mut done: watch::Receiver<bool>) {
 
 /// The task's events as a stream: the task first, then each change, until
 /// it finishes or waits for input. A subscriber that falls behind gets the
-/// task as it is now in place of what it missed.
+/// task as it is now in place of what it missed. With `unshown`, the task
+/// goes out with the turn's first event, and a direct reply goes out alone.
 fn stream(
     task: Task,
     mut fanout: broadcast::Receiver<StreamResponse>,
     running: Arc<Running>,
+    unshown: bool,
 ) -> mpsc::Receiver<StreamResponse> {
     let (tx, rx) = mpsc::channel(64);
     let task_id = task.id.clone();
     let mut done = running.done.subscribe();
     tokio::spawn(async move {
-        if tx.send(StreamResponse::Task(task)).await.is_err() {
+        let mut first = Some(task);
+        if !unshown
+            && tx
+                .send(StreamResponse::Task(first.take().expect("set")))
+                .await
+                .is_err()
+        {
             return;
         }
         loop {
@@ -541,6 +564,8 @@ fn stream(
                 _ = done.wait_for(|d| *d) => match fanout.try_recv() {
                     Ok(event) => Ok(event),
                     Err(broadcast::error::TryRecvError::Lagged(n)) => Err(broadcast::error::RecvError::Lagged(n)),
+                    // A held-back task still goes out, as it ended.
+                    Err(_) if first.is_some() => Err(broadcast::error::RecvError::Lagged(0)),
                     Err(_) => return,
                 },
             };
@@ -548,6 +573,7 @@ fn stream(
                 Ok(event) => event,
                 Err(broadcast::error::RecvError::Closed) => return,
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    first = None;
                     tracing::debug!(task = %task_id, missed, "a subscriber fell behind; sending a snapshot");
                     let now = running
                         .task
@@ -558,6 +584,13 @@ fn stream(
                 }
             };
             let last = ends_stream(&event);
+            // Held back until the turn shows the task, or replies without one.
+            if let Some(task) = first.take()
+                && !matches!(event, StreamResponse::Message(_) | StreamResponse::Task(_))
+                && tx.send(StreamResponse::Task(task)).await.is_err()
+            {
+                return;
+            }
             if tx.send(event).await.is_err() || last {
                 return;
             }

@@ -2,7 +2,8 @@
 //! limit, breaker, pool, affinity, deadline, metrics, as any call), each
 //! event it reports is applied to the task and fanned out as it arrives,
 //! and how the turn ended decides the task's next state, saved before the
-//! last event goes out.
+//! last event goes out. A task not shown yet is saved before its first
+//! event; a direct reply to it goes out alone and keeps no task.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -25,6 +26,17 @@ pub(super) struct TurnRun {
     pub call: Arc<wharf_core::request::Turn>,
     /// Where the guest's events arrive.
     pub events: mpsc::UnboundedReceiver<TurnEvent>,
+    /// The task is not saved nor shown yet (a new task whose client
+    /// learns of it only from this turn).
+    pub unshown: bool,
+}
+
+/// How the guest ended its turn.
+enum Ending {
+    /// The task's new state and status message.
+    Task(TaskState, Option<Message>),
+    /// A direct reply in place of the task.
+    Reply(Message),
 }
 
 /// What a turn carries into the guest, and the channel its events come
@@ -72,21 +84,29 @@ pub(super) fn turn_request(req: &Request, call: &Arc<wharf_core::request::Turn>)
 impl TurnRun {
     pub async fn run(mut self, req: Request) {
         let task_id = self.call.task_id.clone();
-        let call = self.route.dispatch(req);
+        let route = self.route.clone();
+        let call = route.dispatch(req);
         tokio::pin!(call);
         let mut finished = None;
         let result = loop {
             tokio::select! {
                 biased;
-                Some(event) = self.events.recv() => self.apply(event, &mut finished),
+                Some(event) = self.events.recv() => {
+                    self.show(&event).await;
+                    self.apply(event, &mut finished);
+                }
                 result = &mut call => break result,
             }
         };
         while let Ok(event) = self.events.try_recv() {
+            self.show(&event).await;
             self.apply(event, &mut finished);
         }
         let (state, message) = match (result, finished) {
-            (Ok(_), Some(end)) => end,
+            (Ok(_), Some(Ending::Reply(reply))) if self.unshown => return self.reply(reply),
+            // Shown already: the reply ends the task as its answer.
+            (Ok(_), Some(Ending::Reply(reply))) => (TaskState::Completed, Some(reply)),
+            (Ok(_), Some(Ending::Task(state, message))) => (state, message),
             (Ok(_), None) => (
                 TaskState::Failed,
                 Some(agent_message("the agent ended its turn without an outcome")),
@@ -108,13 +128,45 @@ impl TurnRun {
         self.a2a.finish(&self.agent, &task_id);
     }
 
+    /// Saves a task not shown yet before its first event goes out, so that
+    /// the client finds the task whose id the event tells. A task that
+    /// cannot be saved is not run on: its turn is canceled.
+    async fn show(&mut self, event: &TurnEvent) {
+        if !self.unshown || !matches!(event, TurnEvent::Working(_) | TurnEvent::Artifact { .. }) {
+            return;
+        }
+        self.unshown = false;
+        let task = self.lock().clone();
+        if let Err(err) = self.a2a.store.save(&self.agent, &task).wait().await {
+            tracing::error!(agent = %self.agent, task = %task.id, error = %err, "a new task was not saved; its turn is canceled");
+            self.running.cancel.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The agent replied without a task: the reply goes to the sender (its
+    /// stream, or its blocking call) and nothing is saved.
+    fn reply(self, reply: Message) {
+        let (task_id, context_id) = {
+            let task = self.lock();
+            (task.id.clone(), task.context_id.clone())
+        };
+        let reply = Message {
+            context_id: Some(context_id),
+            task_id: None,
+            ..reply
+        };
+        let _ = self.running.reply.set(reply.clone());
+        self.running.send(StreamResponse::Message(reply));
+        self.a2a.finish(&self.agent, &task_id);
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Task> {
         self.running.task.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Applies one reported event to the task and fans it out, under the
     /// task's lock so that a subscriber's snapshot and its events agree.
-    fn apply(&self, event: TurnEvent, finished: &mut Option<(TaskState, Option<Message>)>) {
+    fn apply(&self, event: TurnEvent, finished: &mut Option<Ending>) {
         let mut task = self.lock();
         let out = match event {
             TurnEvent::Working(message) => task
@@ -129,7 +181,11 @@ impl TurnRun {
                 task.add_artifact(artifact, append, last_chunk),
             )),
             TurnEvent::Finished { state, message } => {
-                *finished = Some((state, message.map(with_id)));
+                *finished = Some(Ending::Task(state, message.map(with_id)));
+                None
+            }
+            TurnEvent::Replied(message) => {
+                *finished = Some(Ending::Reply(with_id(message)));
                 None
             }
         };

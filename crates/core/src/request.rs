@@ -320,6 +320,9 @@ pub enum TurnEvent {
         /// Whether this is the artifact's last chunk.
         last_chunk: bool,
     },
+    /// The turn ended with a direct reply: this message instead of a task
+    /// (the task is kept only if it was already shown).
+    Replied(wharf_a2a_model::Message),
     /// The turn ended: the task's new state and status message.
     Finished {
         /// The state the turn ends in.

@@ -98,7 +98,7 @@ impl Live {
                 )));
             }
             Ok(Err(guest)) => return Err(guest_error(guest)),
-            Ok(Ok(outcome)) => finished(outcome),
+            Ok(Ok(outcome)) => finished(outcome)?,
         };
         let _ = turn.events.send(finished);
         Ok(())
@@ -151,18 +151,26 @@ fn guest_error(err: GuestError) -> CallError {
     }
 }
 
-fn finished(outcome: GuestOutcome) -> TurnEvent {
+fn finished(outcome: GuestOutcome) -> Result<TurnEvent, CallError> {
     let state = match outcome.state {
+        GuestTurnState::DirectReply => {
+            return match outcome.message {
+                Some(message) => Ok(TurnEvent::Replied(message_from_guest(message))),
+                None => Err(CallError::InvalidResponse(
+                    "a direct reply must carry a message".into(),
+                )),
+            };
+        }
         GuestTurnState::Completed => TaskState::Completed,
         GuestTurnState::InputRequired => TaskState::InputRequired,
         GuestTurnState::AuthRequired => TaskState::AuthRequired,
         GuestTurnState::Failed => TaskState::Failed,
         GuestTurnState::Rejected => TaskState::Rejected,
     };
-    TurnEvent::Finished {
+    Ok(TurnEvent::Finished {
         state,
         message: outcome.message.map(message_from_guest),
-    }
+    })
 }
 
 /// A part's content ready to be lent to the guest.
@@ -248,4 +256,46 @@ fn part_from_guest(p: PartResult) -> Part {
         ContentResult::Url(u) => part.url = Some(u),
     }
     part
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(state: GuestTurnState, text: Option<&str>) -> GuestOutcome {
+        GuestOutcome {
+            state,
+            message: text.map(|t| MessageResult {
+                message_id: String::new(),
+                role: GuestRole::Agent,
+                parts: vec![PartResult {
+                    content: ContentResult::Text(t.into()),
+                    media_type: String::new(),
+                    filename: String::new(),
+                }],
+            }),
+        }
+    }
+
+    #[test]
+    fn a_direct_reply_is_its_message_and_needs_one() {
+        match finished(outcome(GuestTurnState::DirectReply, Some("pong"))) {
+            Ok(TurnEvent::Replied(m)) => {
+                assert_eq!(m.role, Role::Agent);
+                assert_eq!(m.parts[0].text.as_deref(), Some("pong"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match finished(outcome(GuestTurnState::DirectReply, None)) {
+            Err(CallError::InvalidResponse(why)) => assert!(why.contains("message"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        match finished(outcome(GuestTurnState::InputRequired, None)) {
+            Ok(TurnEvent::Finished { state, message }) => {
+                assert_eq!(state, TaskState::InputRequired);
+                assert!(message.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -38,6 +38,13 @@ func Artifact(id, name, text string) wharf_plugin_a2a.Artifact {
 	return wharf_plugin_a2a.Artifact{ArtifactId: id, Name: name, Parts: []wharf_plugin_a2a.Part{Part(text)}}
 }
 
+// Reply ends a turn with a direct reply: text answers the client as a
+// message and no task is kept (on a new task's first turn that reported
+// nothing; else the task completes with it).
+func Reply(text string) wharf_plugin_a2a.Outcome {
+	return Outcome(wharf_plugin_a2a.TurnStateDirectReply, text)
+}
+
 // Outcome is how a turn ends, with text as its status message.
 func Outcome(state wharf_plugin_a2a.TurnState, text string) wharf_plugin_a2a.Outcome {
 	return wharf_plugin_a2a.Outcome{State: state, Message: witTypes.Some(Message(text))}

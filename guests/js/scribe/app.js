@@ -1,11 +1,11 @@
 // scribe (JavaScript): the streaming A2A agent of guests/scribe. Sent text,
 // it writes the text back word by word as chunks of one artifact, each
 // reaching streaming clients as it is reported, then completes; `count N`
-// streams N chunks, `fail` fails the task, `reject` rejects it, `trap`
-// traps. Its plain `handle` streams the words as server-sent events.
+// streams N chunks, `ping` is answered `pong` as a direct reply (a message,
+// no task), `fail` fails the task, `reject` rejects it, `trap` traps. Its plain `handle` streams the words as server-sent events.
 import { addArtifact, working } from 'wharf:plugin/a2a@0.2.0';
 import { start, write } from 'wharf:plugin/streaming@0.2.0';
-import { a2aArtifact, a2aMessage, a2aOutcome, a2aText, headers } from '../wharf-guest.js';
+import { a2aArtifact, a2aMessage, a2aOutcome, a2aReply, a2aText, headers } from '../wharf-guest.js';
 
 const encoder = new TextEncoder();
 
@@ -22,6 +22,7 @@ export const a2aHandler = {
       chunks('count', Array.from({ length: n }, (_, i) => `${i}\n`));
       return a2aOutcome('completed', `counted to ${n}`);
     }
+    if (words.length === 1 && words[0] === 'ping') return a2aReply('pong');
     if (words.length === 1 && words[0] === 'fail') throw { tag: 'unavailable', val: 'asked to fail' };
     if (words.length === 1 && words[0] === 'reject') throw { tag: 'bad-request', val: 'I will not write that' };
     if (words.length === 1 && words[0] === 'trap') throw new Error('asked to trap');

@@ -1,7 +1,8 @@
 """scribe (Python): the streaming A2A agent of guests/scribe, in Python.
 Sent text, it writes the text back word by word as chunks of one artifact,
 each reaching streaming clients as it is reported, then completes;
-`count N` streams N chunks, `fail` fails the task, `reject` rejects it,
+`count N` streams N chunks, `ping` is answered `pong` as a direct reply
+(a message, no task), `fail` fails the task, `reject` rejects it,
 `trap` traps. Its plain `handle`
 streams the words as server-sent events."""
 
@@ -10,7 +11,7 @@ from componentize_py_types import Err
 from wit_world import exports
 from wit_world.imports import a2a, streaming, types
 
-from wharf_guest import a2a_artifact, a2a_message, a2a_outcome, a2a_text, headers
+from wharf_guest import a2a_artifact, a2a_message, a2a_outcome, a2a_reply, a2a_text, headers
 
 
 def chunks(artifact_id, pieces):
@@ -27,6 +28,8 @@ class A2aHandler(exports.A2aHandler):
             n = int(words[1])
             chunks("count", [f"{i}\n" for i in range(n)])
             return a2a_outcome("COMPLETED", f"counted to {n}")
+        if words == ["ping"]:
+            return a2a_reply("pong")
         if words == ["fail"]:
             raise Err(types.Error_Unavailable("asked to fail"))
         if words == ["reject"]:

@@ -1,7 +1,8 @@
 //! `scribe`: an agent that streams its work. Over A2A, sent text, it writes
 //! the text back word by word as chunks of one artifact, then completes. A
 //! few words steer it, for tests and benchmarks: `count N` streams N chunks
-//! (one event each), `spin` works until canceled or out of time, `fail`
+//! (one event each), `ping` is answered `pong` as a direct reply (a
+//! message, no task), `spin` works until canceled or out of time, `fail`
 //! and `reject` end the task failed or rejected, `flood` reports more
 //! events than a turn may, `trap` traps.
 //!
@@ -30,6 +31,7 @@ impl wharf_guest::a2a::Guest for Scribe {
                 chunks("count", (0..n).map(|i| format!("{i}\n")));
                 Ok(Outcome::completed(format!("counted to {n}")))
             }
+            ["ping"] => Ok(Outcome::reply("pong")),
             ["spin"] => {
                 working(Some(&Message::agent("spinning until stopped")));
                 let mut x: u64 = 0;

@@ -64,6 +64,16 @@ impl Outcome {
         }
     }
 
+    /// A direct reply: `text` answers the client as a message, and no task
+    /// is kept (on a new task's first turn that reported nothing; else the
+    /// task completes with it).
+    pub fn reply(text: impl Into<String>) -> Outcome {
+        Outcome {
+            state: TurnState::DirectReply,
+            message: Some(Message::agent(text)),
+        }
+    }
+
     /// The agent needs more from the client; `question` says what.
     pub fn input_required(question: impl Into<String>) -> Outcome {
         Outcome {

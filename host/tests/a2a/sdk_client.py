@@ -215,6 +215,31 @@ async def list_filters_by_context_and_pages():
     assert rest.next_page_token == ""
 
 
+async def direct_reply_is_a_message_and_keeps_no_task():
+    context = str(uuid.uuid4())
+    for streaming in (False, True):
+        c = await client(SCRIBE, streaming=streaming)
+        got = await events(c, "ping", context_id=context)
+        kinds = [e.WhichOneof("payload") for e in got]
+        assert kinds == ["message"], (streaming, kinds)
+        reply = got[0].message
+        assert text_of(reply) == "pong", reply
+        assert reply.role == Role.ROLE_AGENT, reply
+        assert reply.message_id and reply.context_id == context and not reply.task_id, reply
+    c = await client(SCRIBE, streaming=False)
+    page = await c.list_tasks(ListTasksRequest(context_id=context))
+    assert page.total_size == 0, [t.id for t in page.tasks]
+    # A task the client knows already is answered, not dropped: it completes.
+    (first,) = await events(c, "", context_id=context)
+    assert first.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    (second,) = await events(c, "ping", task_id=first.task.id, context_id=context)
+    assert second.task.id == first.task.id
+    assert second.task.status.state == TaskState.TASK_STATE_COMPLETED, second.task.status
+    assert text_of(second.task.status.message) == "pong"
+    page = await c.list_tasks(ListTasksRequest(context_id=context))
+    assert [t.id for t in page.tasks] == [first.task.id]
+
+
 async def multi_turn_asks_until_it_knows_enough():
     c = await client(BOOKING, streaming=False)
     (first,) = await events(c, "I would like to book a table")
@@ -441,6 +466,7 @@ SCENARIOS = [
     send_returns_the_finished_task,
     stream_delivers_every_event_in_order,
     list_filters_by_context_and_pages,
+    direct_reply_is_a_message_and_keeps_no_task,
     multi_turn_asks_until_it_knows_enough,
     cancel_interrupts_a_running_turn,
     subscribe_follows_a_live_task,

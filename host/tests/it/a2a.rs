@@ -58,7 +58,7 @@ async fn the_official_python_sdk_drives_every_method_over_both_bindings() {
     )
     .await;
     for scribe in scribes {
-        for only in ["card", "stream_delivers", "failures"] {
+        for only in ["card", "stream_delivers", "direct_reply", "failures"] {
             sdk_scenarios(&server.base, "HTTP+JSON", "booking", only, scribe).await;
         }
     }

@@ -67,6 +67,7 @@ async fn call(
             let params = parse_params(params)?;
             match a2a.send(route.clone(), req, params, streaming).await? {
                 Reply::Task(task) => Answer::Result(json!({ "task": task })),
+                Reply::Message(message) => Answer::Result(json!({ "message": message })),
                 Reply::Stream(events) => Answer::Stream(events),
             }
         }
@@ -76,6 +77,7 @@ async fn call(
         "SubscribeToTask" => match a2a.subscribe(agent, parse_params(params)?).await? {
             Reply::Stream(events) => Answer::Stream(events),
             Reply::Task(task) => Answer::Result(value(&task)),
+            Reply::Message(message) => Answer::Result(value(&message)),
         },
         "CreateTaskPushNotificationConfig" => {
             Answer::Result(value(&a2a.create_push_config(agent, params).await?))

@@ -146,6 +146,7 @@ async fn run(
             match params {
                 Ok(params) => match a2a.send(route.clone(), req, params, *streaming).await {
                     Ok(Reply::Task(task)) => Ok(Answer::Json(json!({ "task": task }))),
+                    Ok(Reply::Message(message)) => Ok(Answer::Json(json!({ "message": message }))),
                     Ok(Reply::Stream(events)) => Ok(Answer::Stream(events)),
                     Err(e) => Err(e),
                 },
@@ -170,6 +171,7 @@ async fn run(
             .map(|reply| match reply {
                 Reply::Stream(events) => Answer::Stream(events),
                 Reply::Task(task) => Answer::Json(value(&task)),
+                Reply::Message(message) => Answer::Json(value(&message)),
             }),
         Op::PushCreate(task) => {
             check_json(req).map_err(|e| (Some(StatusCode::UNSUPPORTED_MEDIA_TYPE), e))?;

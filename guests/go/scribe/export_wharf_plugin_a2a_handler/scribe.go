@@ -1,7 +1,8 @@
 // Package export_wharf_plugin_a2a_handler is the A2A side of the scribe
 // agent (Go): sent text, it writes the text back word by word as chunks of
 // one artifact, each reaching streaming clients as it is reported, then
-// completes; `count N` streams N chunks, `fail` fails the task, `reject`
+// completes; `count N` streams N chunks, `ping` is answered `pong` as a
+// direct reply (a message, no task), `fail` fails the task, `reject`
 // rejects it, `trap` traps.
 package export_wharf_plugin_a2a_handler
 
@@ -44,6 +45,8 @@ func OnMessage(turn wharf_plugin_a2a.Turn) witTypes.Result[Outcome, Error] {
 		}
 		chunks("count", pieces)
 		return witTypes.Ok[Outcome, Error](wharfa2a.Outcome(wharf_plugin_a2a.TurnStateCompleted, fmt.Sprintf("counted to %d", n)))
+	case len(words) == 1 && words[0] == "ping":
+		return witTypes.Ok[Outcome, Error](wharfa2a.Reply("pong"))
 	case len(words) == 1 && words[0] == "fail":
 		return witTypes.Err[Outcome](wharf_plugin_types.MakeErrorUnavailable("asked to fail"))
 	case len(words) == 1 && words[0] == "reject":
