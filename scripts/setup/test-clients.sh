@@ -5,7 +5,7 @@
 #        for the cluster tests
 #   MessagePack: `msgpack` (pinned) in the same venv, for the binary
 #        transport's Python client (examples/wharf_binary.py)
-#   A2A: the official Python SDK (`a2a-sdk`, pinned) in a venv under
+#   A2A: the official Python SDK (`a2a-sdk[grpc]`, pinned) in a venv under
 #        target/toolchains/a2a-client, and the official JavaScript SDK
 #        (`@a2a-js/sdk`, pinned by its lock file) under target/toolchains/a2a-js
 set -euo pipefail
@@ -20,7 +20,10 @@ if [ ! -x "$venv/bin/python" ] \
     echo "installing a2a-sdk $a2a_sdk_version (pip)" >&2
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "a2a-sdk==$a2a_sdk_version" >&2
+fi
+# With its gRPC extra (grpcio), for the gRPC binding's tests.
+if ! "$venv/bin/python" -c 'import a2a, grpc' 2>/dev/null; then
+    "$venv/bin/pip" install -q --disable-pip-version-check "a2a-sdk[grpc]==$a2a_sdk_version" >&2
 fi
 if [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("msgpack"))' 2>/dev/null)" != "$msgpack_version" ]; then
     echo "installing msgpack $msgpack_version (pip)" >&2

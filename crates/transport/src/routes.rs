@@ -34,6 +34,10 @@ pub fn router(state: Arc<AppState>, request_timeout: Duration) -> Router {
         .route("/a2a/{name}", any(crate::a2a::call))
         .route("/a2a/{name}/", any(crate::a2a::call))
         .route("/a2a/{name}/{*rest}", any(crate::a2a::call))
+        .route(
+            "/lf.a2a.v1.A2AService/{method}",
+            axum::routing::post(crate::a2a::grpc::call),
+        )
         .route("/topics/{*topic}", axum::routing::post(topics).get(topics))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

@@ -1,7 +1,7 @@
 """Drives a running Wharf with the official A2A Python SDK (a2a-sdk 1.3).
 
 Usage: sdk_client.py BASE_URL BINDING [BOOKING [ONLY [SCRIBE]]]
-  BINDING: JSONRPC or HTTP+JSON; BOOKING: the multi-turn agent's name
+  BINDING: JSONRPC, HTTP+JSON or GRPC; BOOKING: the multi-turn agent's name
   (default `booking`); ONLY: run only the scenarios whose name holds it;
   SCRIBE: the streaming agent's name (default `scribe`).
 
@@ -20,6 +20,7 @@ import traceback
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import grpc
 import httpx
 from google.protobuf import json_format
 from a2a.client import ClientConfig, ClientFactory
@@ -54,13 +55,23 @@ ONLY = sys.argv[4] if len(sys.argv) > 4 else ""
 SCRIBE = sys.argv[5] if len(sys.argv) > 5 else "scribe"
 
 
-async def client(agent, streaming=True, polling=False):
-    config = ClientConfig(
+def grpc_channel(url):
+    """The card's GRPC interface is the host's h2c listener, `http://HOST`."""
+    return grpc.aio.insecure_channel(url.removeprefix("http://"))
+
+
+def config_for(streaming=True, polling=False):
+    return ClientConfig(
         streaming=streaming,
         polling=polling,
         supported_protocol_bindings=[BINDING],
         httpx_client=httpx.AsyncClient(timeout=30),
+        grpc_channel_factory=grpc_channel,
     )
+
+
+async def client(agent, streaming=True, polling=False):
+    config = config_for(streaming, polling)
     return await ClientFactory(config).create_from_url(f"{BASE}/a2a/{agent}")
 
 
@@ -147,22 +158,20 @@ async def events(c, text, **ids):
     return [e async for e in c.send_message(message(text, **ids))]
 
 
-async def card_names_the_agent_and_both_bindings():
+async def card_names_the_agent_and_every_binding():
     c = await client(SCRIBE)
     card = await c.get_card() if hasattr(c, "get_card") else c._card
     assert card.name == SCRIBE, card.name
     bindings = sorted(i.protocol_binding for i in card.supported_interfaces)
-    assert bindings == ["HTTP+JSON", "JSONRPC"], bindings
+    assert bindings == ["GRPC", "HTTP+JSON", "JSONRPC"], bindings
+    (grpc_interface,) = [i for i in card.supported_interfaces if i.protocol_binding == "GRPC"]
+    assert grpc_interface.tenant == SCRIBE, grpc_interface
     assert card.capabilities.streaming
     assert [s.id for s in card.skills] == ["write"]
 
 
 async def the_host_names_a_default_agent():
-    config = ClientConfig(
-        streaming=False,
-        supported_protocol_bindings=[BINDING],
-        httpx_client=httpx.AsyncClient(timeout=30),
-    )
+    config = config_for(streaming=False)
     # Given only the host, the SDK reads its card and follows the interfaces.
     c = await ClientFactory(config).create_from_url(BASE)
     (only,) = await events(c, "count 2")
@@ -461,7 +470,7 @@ async def a_webhook_set_with_the_message_gets_every_event_in_order_despite_failu
 
 
 SCENARIOS = [
-    card_names_the_agent_and_both_bindings,
+    card_names_the_agent_and_every_binding,
     the_host_names_a_default_agent,
     send_returns_the_finished_task,
     stream_delivers_every_event_in_order,

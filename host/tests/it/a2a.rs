@@ -34,7 +34,7 @@ async fn sdk_scenarios(base: &str, binding: &str, booking: &str, only: &str, scr
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_official_python_sdk_drives_every_method_over_both_bindings() {
+async fn the_official_python_sdk_drives_every_method_over_every_binding() {
     let scribes = ["scribe-c", "scribe-go", "scribe-py", "scribe-js"];
     let mut agents = vec!["scribe", "booking", "booking-py"];
     agents.extend(scribes);
@@ -47,6 +47,7 @@ async fn the_official_python_sdk_drives_every_method_over_both_bindings() {
     let server = Server::start(config(dir.path(), kdl)).await;
     sdk_scenarios(&server.base, "JSONRPC", "booking", "", "scribe").await;
     sdk_scenarios(&server.base, "HTTP+JSON", "booking", "", "scribe").await;
+    sdk_scenarios(&server.base, "GRPC", "booking", "", "scribe").await;
     // The same conversation with the Python build of the multi-turn agent,
     // and the same streams from the streaming agent in every language.
     sdk_scenarios(

@@ -89,11 +89,6 @@ filter "auth" {{
     Server::start(config(dir, &text)).await
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
-}
-
 async fn with_bearer(server: &Server, token: &str) -> Reply {
     let value = format!("Bearer {token}");
     send(

@@ -358,3 +358,9 @@ pub async fn run_client(mut cmd: Command, what: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The hex SHA-256 of `bytes` (how the `auth` filter's config names API keys).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}

@@ -3,6 +3,7 @@
 //! run once per test binary).
 
 mod a2a;
+mod a2a_grpc;
 mod a2a_tls;
 mod ahead;
 mod auth;

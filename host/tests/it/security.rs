@@ -10,11 +10,6 @@ use serde_json::{Value, json};
 use crate::a2a::{JSON, V1, call, rpc, send_params};
 use crate::common::*;
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
-}
-
 /// scribe behind `auth` with two API keys, `alice` and `bob`.
 async fn two_callers(dir: &std::path::Path) -> Server {
     let kdl = format!(

@@ -62,7 +62,17 @@ pub(super) fn serve(state: &AppState, name: &str, headers: &HeaderMap) -> Respon
             .description
             .clone()
             .unwrap_or_else(|| card.description.clone()),
-        supported_interfaces: vec![interface("JSONRPC"), interface("HTTP+JSON")],
+        // gRPC has one service per host: the agent is the call's tenant.
+        supported_interfaces: vec![
+            interface("JSONRPC"),
+            interface("HTTP+JSON"),
+            AgentInterface {
+                url: format!("http://{host}"),
+                protocol_binding: "GRPC".to_string(),
+                tenant: name.to_string(),
+                protocol_version: PROTOCOL_VERSION.to_string(),
+            },
+        ],
         provider: kdl
             .provider
             .as_ref()

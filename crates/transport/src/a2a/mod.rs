@@ -7,6 +7,7 @@
 //! encoding is the terminal the pipeline hands the request to.
 
 mod card;
+pub(crate) mod grpc;
 mod jsonrpc;
 mod rest;
 
