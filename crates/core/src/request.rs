@@ -44,6 +44,11 @@ pub struct Request {
     pub hop: Hop,
     /// Which attempt at the call this is: 0, then 1 for a retry after a trap.
     pub attempt: u32,
+    /// Whether a body comes with the request, whatever its headers say
+    /// (an HTTP/2 request may send one without `content-length`): guests
+    /// read it in the head as `body` (`none`, else `some`). The pipeline
+    /// sets it from the transport's body; until then, true.
+    pub has_body: bool,
 }
 
 /// A request's place in a chain of calls between agents. Empty for a
@@ -356,6 +361,7 @@ impl Request {
             incoming: None,
             hop: Hop::default(),
             attempt: 0,
+            has_body: true,
         }
     }
 
@@ -396,6 +402,11 @@ pub trait Wire: Send {
     fn read(self: Box<Self>, limit: usize) -> BoxFuture<Result<Bytes, BodyError>>;
     /// The chunks as they arrive, failing once past `limit` bytes.
     fn chunks(self: Box<Self>, limit: usize) -> Chunks;
+    /// Whether the transport knows already that no byte will come (its
+    /// framing said so); false when it may not know.
+    fn is_end_stream(&self) -> bool {
+        false
+    }
 }
 
 /// A request body as a transport hands it over: already in memory, or still
@@ -411,6 +422,14 @@ pub enum Body {
 }
 
 impl Body {
+    /// Whether the body is known to be empty before it is read.
+    pub fn is_known_empty(&self) -> bool {
+        match self {
+            Body::Ready(bytes) => bytes.is_empty(),
+            Body::Wire(wire) => wire.is_end_stream(),
+        }
+    }
+
     /// The whole body, at most `limit` bytes.
     pub async fn read(self, limit: usize) -> Result<Bytes, BodyError> {
         match self {
@@ -538,6 +557,7 @@ impl Request {
             incoming: self.incoming.clone(),
             hop: self.hop.clone(),
             attempt: self.attempt,
+            has_body: self.has_body,
         }
     }
 }

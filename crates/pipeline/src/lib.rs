@@ -421,6 +421,7 @@ impl Pipeline {
             },
             None => (req, body),
         };
+        req.has_body = !body.is_known_empty();
         let Some(route) = stages.routes.get(agent) else {
             let Some(flow) = stages.compositions.get(agent).cloned() else {
                 return Err(self.not_served(agent));

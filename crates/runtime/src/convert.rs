@@ -34,7 +34,7 @@ pub(super) fn encode_request<'a>(req: &Request, buf: &'a mut Vec<u8>) -> (&'a [u
 
 fn encode_head(req: &Request, out: &mut Vec<u8>) {
     let client = req.client.map(|c| c.to_string()).unwrap_or_default();
-    let fields: [(&str, &str); 7] = [
+    let fields: [(&str, &str); 8] = [
         ("method", req.method.as_str()),
         ("path", &req.path),
         ("query", &req.query),
@@ -42,6 +42,7 @@ fn encode_head(req: &Request, out: &mut Vec<u8>) {
         ("client", &client),
         ("affinity", req.affinity.as_deref().unwrap_or("")),
         ("agent", &req.agent),
+        ("body", if req.has_body { "some" } else { "none" }),
     ];
     let size: usize = fields.iter().map(|(k, v)| k.len() + v.len() + 10).sum();
     out.reserve(size + 1);

@@ -84,6 +84,10 @@ impl request::Wire for Wire {
         Box::pin(read_body(self.0, limit))
     }
 
+    fn is_end_stream(&self) -> bool {
+        hyper::body::Body::is_end_stream(&self.0)
+    }
+
     fn chunks(self: Box<Self>, limit: usize) -> request::Chunks {
         use futures_util::StreamExt;
         // A declared length past the limit is refused before anything is read.

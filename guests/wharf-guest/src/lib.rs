@@ -190,6 +190,10 @@ pub struct Head {
     pub agent: String,
     /// Metadata filters attached (`meta.KEY` entries), key without `meta.`.
     pub meta: Vec<(String, String)>,
+    /// Whether a body comes with the request, as the host's transport
+    /// knows it (`body` in the head: an HTTP/2 request may carry one with
+    /// no `content-length`); none from a host that does not say.
+    pub has_body: Option<bool>,
 }
 
 impl Head {
@@ -208,6 +212,7 @@ impl Head {
                 "client" => head.client = value,
                 "affinity" => head.affinity = value,
                 "agent" => head.agent = value,
+                "body" => head.has_body = Some(value != "none"),
                 _ => {
                     if let Some(name) = key.strip_prefix("meta.") {
                         head.meta.push((name.to_string(), value));

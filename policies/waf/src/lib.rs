@@ -84,8 +84,12 @@ fn step(f: impl FnOnce(&mut Transaction)) -> Verdict {
     })
 }
 
-/// Whether the request announces a body (otherwise phase 2 runs at once).
-fn has_body(headers: &[u8]) -> bool {
+/// Whether a body comes (otherwise phase 2 runs at once): as the host
+/// knows it, else as the headers announce it.
+fn has_body(head: &Head, headers: &[u8]) -> bool {
+    if let Some(known) = head.has_body {
+        return known;
+    }
     header_pairs(headers)
         .unwrap_or_default()
         .iter()
@@ -135,7 +139,7 @@ impl wharf_guest::filter::PreinitGuest for Waf {
         if !matches!(v.decision, Decision::Allow) {
             return v;
         }
-        if has_body(&headers) {
+        if has_body(&head, &headers) {
             return report::merge(v, Verdict::allow().want_body());
         }
         // No body: phase 2 (where the ARGS rules live) runs now.
