@@ -238,8 +238,9 @@ impl A2a {
         task.set_status(TaskState::Working, None)?;
         // A new task the client cannot know of until the turn shows it
         // (no id returned at once, no webhook to register) is saved when
-        // the turn first reports, or ends: the agent may still answer with
-        // a direct reply, and then no task is kept.
+        // a stream first shows it, or when the turn ends (a blocking send
+        // learns its id only then): the agent may still answer with a
+        // direct reply, and then no task is kept.
         let unshown = message.task_id.is_none() && !config.return_immediately && webhook.is_none();
         let (running, done) = self.start(&agent, &task)?;
         let fanout = streaming.then(|| running.subscribe());
@@ -268,6 +269,7 @@ impl A2a {
             call,
             events,
             unshown,
+            streamed: streaming,
         };
         let turn_req = run::turn_request(req, &turn.call);
         tokio::spawn(turn.run(turn_req));

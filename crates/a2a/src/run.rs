@@ -29,6 +29,8 @@ pub(super) struct TurnRun {
     /// The task is not saved nor shown yet (a new task whose client
     /// learns of it only from this turn).
     pub unshown: bool,
+    /// The sender streams: the turn's first event shows it the task.
+    pub streamed: bool,
 }
 
 /// How the guest ended its turn.
@@ -128,11 +130,14 @@ impl TurnRun {
         self.a2a.finish(&self.agent, &task_id);
     }
 
-    /// Saves a task not shown yet before its first event goes out, so that
-    /// the client finds the task whose id the event tells. A task that
-    /// cannot be saved is not run on: its turn is canceled.
+    /// Saves a task not shown yet before the first event a stream gets,
+    /// so that the client finds the task whose id the event tells (a
+    /// blocking sender learns nothing before the end: its task is saved
+    /// once, as it ends). A task that cannot be saved is not run on: its
+    /// turn is canceled.
     async fn show(&mut self, event: &TurnEvent) {
-        if !self.unshown || !matches!(event, TurnEvent::Working(_) | TurnEvent::Artifact { .. }) {
+        let progress = matches!(event, TurnEvent::Working(_) | TurnEvent::Artifact { .. });
+        if !self.unshown || !self.streamed || !progress {
             return;
         }
         self.unshown = false;

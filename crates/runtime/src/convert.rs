@@ -268,13 +268,20 @@ mod tests {
         assert_eq!(value["affinity"], "s1");
         assert_eq!(value["client"], "");
         assert_eq!(value["id"], &*req.id);
+        assert_eq!(value["body"], "some", "unknown until the pipeline says");
         req.metadata = vec![("auth.sub".into(), "alice".into())];
         head.clear();
         encode_head(&req, &mut head);
         let value: std::collections::BTreeMap<String, String> =
             rmp_serde::from_slice(&head).unwrap();
         assert_eq!(value["meta.auth.sub"], "alice");
-        assert_eq!(value.len(), 8);
+        assert_eq!(value.len(), 9);
+        req.has_body = false;
+        head.clear();
+        encode_head(&req, &mut head);
+        let value: std::collections::BTreeMap<String, String> =
+            rmp_serde::from_slice(&head).unwrap();
+        assert_eq!(value["body"], "none");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the text back word by word as chunks of one artifact, then completes. A
 //! few words steer it, for tests and benchmarks: `count N` streams N chunks
 //! (one event each), `ping` is answered `pong` as a direct reply (a
-//! message, no task), `spin` works until canceled or out of time, `fail`
+//! message, no task; `ping slowly` reports working first), `spin` works until canceled or out of time, `fail`
 //! and `reject` end the task failed or rejected, `flood` reports more
 //! events than a turn may, `trap` traps.
 //!
@@ -32,6 +32,10 @@ impl wharf_guest::a2a::Guest for Scribe {
                 Ok(Outcome::completed(format!("counted to {n}")))
             }
             ["ping"] => Ok(Outcome::reply("pong")),
+            ["ping", "slowly"] => {
+                working(Some(&Message::agent("thinking")));
+                Ok(Outcome::reply("pong"))
+            }
             ["spin"] => {
                 working(Some(&Message::agent("spinning until stopped")));
                 let mut x: u64 = 0;

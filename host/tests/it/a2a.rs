@@ -410,6 +410,51 @@ async fn bad_calls_get_the_bindings_errors_and_the_host_keeps_serving() {
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_direct_reply_after_progress_is_a_message_unless_a_stream_showed_the_task() {
+    let dir = agents_dir(&["scribe"]);
+    let server = Server::start(config(dir.path(), "")).await;
+    // Blocking: the working update reached no one, so the reply is the
+    // answer and no task is kept.
+    let slowly = send_params("ping slowly");
+    let reply = rpc(
+        &server,
+        "scribe",
+        &[V1, JSON],
+        &call("SendMessage", slowly.clone()),
+    )
+    .await;
+    let result = &reply.json()["result"];
+    assert_eq!(result["message"]["parts"][0]["text"], "pong", "{result}");
+    assert_eq!(result["message"]["role"], "ROLE_AGENT", "{result}");
+    assert!(result.get("task").is_none(), "{result}");
+    assert_eq!(total_tasks(&server).await, 0);
+    // Streamed: the working update showed the task, so the reply ends it
+    // completed, with the reply as its answer, and it is kept.
+    let reply = rpc(
+        &server,
+        "scribe",
+        &[V1, JSON],
+        &call("SendStreamingMessage", slowly),
+    )
+    .await;
+    let events: Vec<Value> = reply
+        .text()
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<Value>(d).unwrap()["result"].clone())
+        .collect();
+    assert_eq!(
+        events[0]["task"]["status"]["state"], "TASK_STATE_WORKING",
+        "{events:?}"
+    );
+    let last = &events.last().unwrap()["statusUpdate"]["status"];
+    assert_eq!(last["state"], "TASK_STATE_COMPLETED", "{events:?}");
+    assert_eq!(last["message"]["parts"][0]["text"], "pong", "{events:?}");
+    assert_eq!(total_tasks(&server).await, 1);
+    server.stop().await;
+}
+
 /// Sends `text` to scribe over JSON-RPC and returns the task.
 pub(crate) async fn send_text(server: &Server, text: &str) -> Value {
     let reply = rpc(
