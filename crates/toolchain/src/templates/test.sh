@@ -11,7 +11,9 @@ log="$(mktemp)"
 pid=$!
 trap 'kill "$pid" 2>/dev/null; rm -f "$log"' EXIT
 addr=""
-for _ in $(seq 1 600); do
+# A first start compiles the component (a minute or more for Python and
+# JavaScript on a busy machine); later starts use the compile cache.
+for _ in $(seq 1 1800); do
     addr="$(sed -n 's/.* listening addr=\([0-9.:]*\).*/\1/p' "$log" | head -n 1)"
     [ -n "$addr" ] && break
     kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
