@@ -2,8 +2,9 @@
 //! limit, breaker, pool, affinity, deadline, metrics, as any call), each
 //! event it reports is applied to the task and fanned out as it arrives,
 //! and how the turn ended decides the task's next state, saved before the
-//! last event goes out. A task not shown yet is saved before its first
-//! event; a direct reply to it goes out alone and keeps no task.
+//! last event goes out. A new task its client has not seen yet is saved
+//! before a stream's first event, or (a blocking send) only as it ends; a
+//! direct reply to it goes out alone and keeps no task.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -208,6 +208,8 @@ pub(crate) async fn call(
             let span = request.span(&name);
             span.record("binding", "grpc");
             let id = request.id.clone();
+            // The JSON the call became, read by the pipeline under the
+            // agent's own body limit (and shown to body filters).
             let body = request::Body::Ready(request.body.clone());
             traced(&id, span, async {
                 let result = state
