@@ -8,13 +8,15 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 # Debian packages: the PostgreSQL server the cluster tests keep shared
 # tasks in (each test runs its own on loopback, with a throwaway data
-# directory).
+# directory), and curl.
 apt_install() {
     sudo=$([ "$(id -u)" = 0 ] || echo sudo)
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1 ||
         { $sudo apt-get update -q >/dev/null && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; }
 }
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || apt_install postgresql
+# curl with HTTP/2, the client the HTTPS listener's tests use beside hyper.
+command -v curl >/dev/null || apt_install curl
 scripts/setup/build-guests.sh >/dev/null
 # The real clients the tests drive Wharf with (the official A2A SDK).
 scripts/setup/test-clients.sh

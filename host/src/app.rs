@@ -67,6 +67,9 @@ pub enum StartError {
     #[error("cluster: {0}")]
     /// The cluster cannot be joined.
     Cluster(#[from] crate::cluster::ClusterError),
+    #[error("the listener's TLS certificate: {0}")]
+    /// The `tls` block's certificate and key cannot be used.
+    Tls(#[from] transport::ServerTlsError),
     #[error("cannot listen on {addr}: {source}")]
     /// The HTTP listener cannot be bound.
     Listen {
@@ -156,6 +159,7 @@ pub struct App {
     /// What every transport shares.
     pub state: Arc<AppState>,
     listener: TcpListener,
+    tls: Option<Arc<transport::ServerTls>>,
     binary: Option<transport::binary::Listeners>,
     reloader: Reloader,
     reload: ReloadHandle,
@@ -166,6 +170,11 @@ impl App {
     /// a store another process holds fails at once), then builds the
     /// runtime and loads the agents directory, saying so when that is slow.
     pub async fn start(config: Config, engine: EngineSettings) -> Result<App, StartError> {
+        let tls = config
+            .tls
+            .clone()
+            .map(transport::ServerTls::new)
+            .transpose()?;
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -241,6 +250,7 @@ impl App {
             runtime,
             state,
             listener,
+            tls,
             binary,
             reloader,
             reload,
@@ -271,6 +281,11 @@ impl App {
         self.reload.clone()
     }
 
+    /// `https` when the listener speaks TLS, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
+    }
+
     /// The address actually bound (the port is chosen when `listen` says 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.listener
@@ -287,7 +302,7 @@ impl App {
     /// Watches the agents directory and the configuration file while
     /// serving, unless the configuration says `watch #false`.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
-        tracing::info!(addr = %self.local_addr(), "listening");
+        tracing::info!(addr = %self.local_addr(), scheme = self.scheme(), "listening");
         let router = transport::router(self.state.clone(), self.config.server.request_timeout);
         let housekeeping = tokio::spawn(housekeeping(self.state.clone()));
         let watching = match self.config.watch {
@@ -351,6 +366,7 @@ impl App {
         };
         transport::serve(
             self.listener,
+            self.tls,
             router,
             self.config.server,
             http_slots,

@@ -118,7 +118,7 @@ impl Ready {
             binary.push(format!("tcp://{addr}"));
         }
         Ready {
-            url: format!("http://{}", app.local_addr()),
+            url: format!("{}://{}", app.scheme(), app.local_addr()),
             binary,
             agents,
             pipelines: snapshot.compositions.keys().cloned().collect(),

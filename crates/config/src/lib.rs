@@ -23,6 +23,7 @@ mod policy;
 mod push;
 mod setting;
 mod tasks;
+mod tls;
 pub mod topic;
 mod trust;
 mod units;
@@ -52,6 +53,7 @@ pub use policy::{
 pub use push::{Push, Target};
 pub use setting::SettingError;
 pub use tasks::Tasks;
+pub use tls::{ListenTls, TlsFileError, read_certificates, read_private_key};
 pub use topic::Pattern;
 pub use trust::{KeyError, Trust, TrustedKey, key_id};
 pub use units::format_size;
@@ -64,6 +66,8 @@ pub const EMBEDDED_DEFAULT: &str = include_str!("default.kdl");
 pub struct Config {
     /// Address the HTTP listener binds.
     pub listen: SocketAddr,
+    /// The listener's certificate and key: it speaks HTTPS only when set.
+    pub tls: Option<ListenTls>,
     /// Directory scanned for `*.wasm` agents.
     pub agents_dir: PathBuf,
     /// Listener-wide settings.
@@ -217,6 +221,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            tls: None,
             agents_dir: PathBuf::from("agents"),
             server: Server::default(),
             binary: None,

@@ -16,6 +16,7 @@ use super::{Cache, Config, Limits, Policy, Server, TaskOwner};
 
 const TOP: &[&str] = &[
     "listen",
+    "tls",
     "agents",
     "server",
     "binary",
@@ -173,6 +174,7 @@ impl Walker {
             let defaults = &mut config.defaults;
             match node.name().value() {
                 "listen" => set(&mut config.listen, self.socket_addr(node)),
+                "tls" => config.tls = self.tls(node),
                 "agents" => {
                     if let Some((dir, _)) = self.string(node) {
                         config.agents_dir = dir.into();

@@ -176,43 +176,6 @@ impl Target {
 }
 
 impl Walker {
-    /// The certificates of the PEM file a node names (relative to the
-    /// configuration's directory); at least one, or a problem.
-    fn certificates(&mut self, node: &KdlNode) -> Option<Vec<Vec<u8>>> {
-        use rustls_pki_types::CertificateDer;
-        use rustls_pki_types::pem::PemObject;
-        let (path, span) = self.string(node)?;
-        let path = self.base_dir.join(path);
-        let shown = path.display().to_string();
-        let problem = |why: String| {
-            Problem::new(span, format!("`{shown}`: {why}"))
-                .help("name a PEM file of one or more CERTIFICATE blocks")
-        };
-        let text = match std::fs::read(&path) {
-            Ok(text) => text,
-            Err(e) => {
-                self.problems.push(problem(format!("cannot read it: {e}")));
-                return None;
-            }
-        };
-        let certs: Result<Vec<Vec<u8>>, _> = CertificateDer::pem_slice_iter(&text)
-            .map(|c| c.map(|c| c.to_vec()))
-            .collect();
-        match certs {
-            Ok(certs) if !certs.is_empty() => Some(certs),
-            Ok(_) => {
-                self.problems
-                    .push(problem("it holds no certificate".into()));
-                None
-            }
-            Err(e) => {
-                self.problems
-                    .push(problem(format!("not PEM certificates: {e}")));
-                None
-            }
-        }
-    }
-
     pub(super) fn push(&mut self, node: &KdlNode) -> Option<Push> {
         let mut push = Push::default();
         for child in self.block(node) {

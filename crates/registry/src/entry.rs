@@ -84,10 +84,7 @@ fn agent_identity(name: &str, policy: &wharf_config::Policy) -> GuestIdentity {
         name: name.to_string(),
         values: policy.values.clone(),
         files: None,
-        outbound: wharf_runtime::OutboundAccess {
-            policy: policy.outbound.clone(),
-            counters: Default::default(),
-        },
+        outbound: wharf_runtime::OutboundAccess::new(policy.outbound.clone()),
     }
 }
 

@@ -18,6 +18,7 @@ mod peers;
 mod preinit;
 mod state;
 mod streaming;
+mod tls;
 mod turn;
 
 use sha2::Digest;
@@ -35,6 +36,7 @@ pub use filter::{FilterImage, FilterLive};
 pub use outbound::OutboundAccess;
 pub use preinit::wants_preinit;
 pub use state::{GuestIdentity, GuestState};
+pub use tls::{ClientTls, TlsError};
 pub use wharf_core::metrics::OutboundCounters;
 
 use wharf_config::Limits;

@@ -1,8 +1,10 @@
 //! Outbound HTTP from guests (`wasi:http/outgoing-handler`): denied unless
 //! the agent's `outbound` block allows the host, then checked again on
 //! every address the host resolves to ([`wharf_core::egress::resolve`]), sent
-//! over plain HTTP/1.1 with the block's timeout, and answered with at most
-//! its body limit. Every request is logged when denied and counted.
+//! over HTTP/1.1 (`https://` over TLS verified against the system's roots
+//! and the block's `ca`, see [`crate::tls`]) with the block's timeout, and
+//! answered with at most its body limit. Every request is logged when
+//! denied and counted.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -16,6 +18,8 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 use wharf_config::Outbound;
 use wharf_core::metrics::OutboundCounters;
 
+use crate::tls::{ClientTls, TlsError};
+
 /// What a guest's store needs to decide on its outbound requests.
 #[derive(Debug, Default, Clone)]
 pub struct OutboundAccess {
@@ -23,6 +27,22 @@ pub struct OutboundAccess {
     pub policy: Option<Arc<Outbound>>,
     /// The counters of its outcomes, set when the route is built.
     pub counters: Arc<OnceLock<OutboundCounters>>,
+    /// TLS for its `https://` requests, trusting the policy's `ca`.
+    tls: Option<Arc<ClientTls>>,
+}
+
+impl OutboundAccess {
+    /// Access under `policy` (none: every request denied).
+    pub fn new(policy: Option<Arc<Outbound>>) -> OutboundAccess {
+        let tls = policy
+            .as_ref()
+            .map(|p| Arc::new(ClientTls::new("outbound", p.ca.clone())));
+        OutboundAccess {
+            policy,
+            counters: Default::default(),
+            tls,
+        }
+    }
 }
 
 /// The `wasi:http` hooks of one store.
@@ -60,7 +80,7 @@ impl WasiHttpHooks for Hooks {
                 None => Err(Refusal::Denied(
                     "the agent has no `outbound` block: outbound HTTP is denied".into(),
                 )),
-                Some(policy) => send(request, policy).await,
+                Some(policy) => send(request, policy, access.tls.as_deref()).await,
             };
             match result {
                 Ok(resp) => {
@@ -91,21 +111,26 @@ enum Refusal {
 
 /// Checks `request` against `policy` and sends it.
 async fn send(
-    mut request: http::Request<WasiBody>,
+    request: http::Request<WasiBody>,
     policy: &Outbound,
+    tls: Option<&ClientTls>,
 ) -> Result<http::Response<WasiBody>, Refusal> {
     let uri = request.uri().clone();
-    if uri.scheme() != Some(&http::uri::Scheme::HTTP) {
-        return Err(Refusal::Denied(format!(
-            "only http:// is supported for outbound requests, not `{}`",
-            uri.scheme_str().unwrap_or("")
-        )));
-    }
+    let secure = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        other => {
+            return Err(Refusal::Denied(format!(
+                "only http:// and https:// are supported for outbound requests, not `{}`",
+                other.unwrap_or("")
+            )));
+        }
+    };
     let host = uri
         .host()
         .map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase())
         .ok_or_else(|| Refusal::Denied("the request names no host".into()))?;
-    let port = uri.port_u16().unwrap_or(80);
+    let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
     if !policy.allow.iter().any(|t| t.admits_host(&host, port)) {
         return Err(Refusal::Denied(format!(
             "`{host}:{port}` is not in the agent's `outbound` allow-list"
@@ -116,7 +141,41 @@ async fn send(
         .map_err(|e| Refusal::Denied(e.to_string()))?;
     let timeout = policy.timeout;
     let stream = connect(&addrs, timeout).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    if !secure {
+        return exchange(stream, request, &uri, policy).await;
+    }
+    let tls = tls.expect("an allowed request has its policy's TLS");
+    let stream = tokio::time::timeout(timeout, tls.connect(&host, stream))
+        .await
+        .map_err(|_| {
+            failed(
+                format!("no TLS handshake within {timeout:?}"),
+                Error::ConnectionTimeout,
+            )
+        })?
+        .map_err(|e| {
+            let err = match e {
+                TlsError::Certificate { .. } => Error::TlsCertificateError,
+                _ => Error::TlsProtocolError,
+            };
+            failed(e.to_string(), err)
+        })?;
+    exchange(stream, request, &uri, policy).await
+}
+
+/// Sends `request` to `uri` over `io` (plain or TLS) and hands back the
+/// answer, its body bounded by the policy.
+async fn exchange<IO>(
+    io: IO,
+    mut request: http::Request<WasiBody>,
+    uri: &http::Uri,
+    policy: &Outbound,
+) -> Result<http::Response<WasiBody>, Refusal>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let timeout = policy.timeout;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
         .map_err(|e| failed(format!("handshake: {e}"), Error::HttpProtocolError))?;
     tokio::spawn(async move {

@@ -13,8 +13,10 @@ mod routes;
 mod serve;
 pub mod slots;
 mod stall;
+pub mod tls;
 
 pub use error::ApiError;
 pub use ingress::AppState;
 pub use routes::router;
 pub use serve::serve;
+pub use tls::{ServerTls, ServerTlsError};

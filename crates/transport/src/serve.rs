@@ -1,7 +1,8 @@
-//! The accept loop: hyper-util's auto builder (HTTP/1.1 and h2c) with a
-//! timer so header-read timeouts fire, a bounded request head, the
-//! connection limit (idle connections make room, see [`super::slots`]), and
-//! graceful shutdown that lets in-flight requests finish.
+//! The accept loop: hyper-util's auto builder (HTTP/1.1 and h2c, or over
+//! TLS with ALPN, see [`super::tls`]) with a timer so header-read timeouts
+//! fire, a bounded request head, the connection limit (idle connections
+//! make room, see [`super::slots`]), and graceful shutdown that lets
+//! in-flight requests finish.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,6 +20,7 @@ use tower::Service;
 
 use super::slots::{Busy, Slot, Slots};
 use super::stall::WriteTimeout;
+use super::tls::ServerTls;
 
 use wharf_config::Server;
 use wharf_core::metrics::Answers;
@@ -33,11 +35,13 @@ const MAX_H2_PENDING_RESETS: usize = 20;
 /// connection.
 const MAX_H2_ERROR_RESETS: usize = 256;
 
-/// Serves `app` on `listener` until `shutdown` resolves, then waits up to
-/// the grace period for open connections to finish. Answers the pipeline
-/// did not give are counted in `unnamed` as the transport's.
+/// Serves `app` on `listener` (over TLS when `tls` is set) until
+/// `shutdown` resolves, then waits up to the grace period for open
+/// connections to finish. Answers the pipeline did not give are counted in
+/// `unnamed` as the transport's.
 pub async fn serve(
     listener: TcpListener,
+    tls: Option<Arc<ServerTls>>,
     app: Router,
     settings: Server,
     slots: Arc<Slots>,
@@ -62,6 +66,13 @@ pub async fn serve(
         .max_local_error_reset_streams(MAX_H2_ERROR_RESETS);
     let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
+    let scheme = if tls.is_some() {
+        http::uri::Scheme::HTTPS
+    } else {
+        http::uri::Scheme::HTTP
+    };
+    // The certificate is read again when its files change, while serving.
+    let watching = tls.clone().map(|tls| tokio::spawn(tls.watch()));
     tokio::pin!(shutdown);
 
     loop {
@@ -87,30 +98,50 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let service = hyper::service::service_fn(with_client(
             app.clone(),
-            remote,
+            Client {
+                remote,
+                scheme: scheme.clone(),
+            },
             slot.clone(),
             unnamed.clone(),
         ));
-        let conn = builder
-            .serve_connection_with_upgrades(
-                TokioIo::new(WriteTimeout::new(stream, settings.write_timeout)),
-                service,
-            )
-            .into_owned();
-        let conn = graceful.watch(conn);
+        let io = WriteTimeout::new(stream, settings.write_timeout);
+        let Some(tls) = tls.clone() else {
+            let conn = builder
+                .serve_connection_with_upgrades(TokioIo::new(io), service)
+                .into_owned();
+            tokio::spawn(run(graceful.watch(conn), slot, remote));
+            continue;
+        };
+        // The handshake runs on the connection's own task, within the
+        // time a client has to send its request head: a client that stalls
+        // it holds its slot no longer than one that stalls its headers.
+        let (builder, watcher) = (builder.clone(), graceful.watcher());
         tokio::spawn(async move {
-            tokio::select! {
-                ended = conn => if let Err(err) = ended {
-                    tracing::debug!(%remote, error = %err, "connection ended with an error");
-                },
-                () = slot.evicted() => {
-                    tracing::debug!(%remote, "idle connection closed to make room");
+            let accepted =
+                tokio::time::timeout(settings.header_timeout, tls.acceptor().accept(io)).await;
+            let io = match accepted {
+                Ok(Ok(io)) => io,
+                Ok(Err(err)) => {
+                    tracing::debug!(%remote, error = %err, "TLS handshake failed");
+                    return;
                 }
-            }
+                Err(_) => {
+                    tracing::debug!(%remote, "no TLS handshake within the header timeout");
+                    return;
+                }
+            };
+            let conn = builder
+                .serve_connection_with_upgrades(TokioIo::new(io), service)
+                .into_owned();
+            run(watcher.watch(conn), slot, remote).await;
         });
     }
 
     drop(listener);
+    if let Some(watching) = watching {
+        watching.abort();
+    }
     tokio::select! {
         () = graceful.shutdown() => tracing::info!("all connections closed"),
         () = tokio::time::sleep(settings.shutdown_grace) => {
@@ -119,22 +150,48 @@ pub async fn serve(
     }
 }
 
+/// Serves one connection until it ends or is closed to make room.
+async fn run<C, E>(conn: C, slot: Arc<Slot>, remote: SocketAddr)
+where
+    C: Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    tokio::select! {
+        ended = conn => if let Err(err) = ended {
+            tracing::debug!(%remote, error = %err, "connection ended with an error");
+        },
+        () = slot.evicted() => {
+            tracing::debug!(%remote, "idle connection closed to make room");
+        }
+    }
+}
+
+/// Who a connection's requests come from, and over what.
+#[derive(Clone)]
+struct Client {
+    remote: SocketAddr,
+    /// `https` on the TLS listener (requests carry it as an extension,
+    /// for URLs the host writes, such as an agent card's).
+    scheme: http::uri::Scheme,
+}
+
 type Answer = std::pin::Pin<
     Box<dyn Future<Output = Result<axum::response::Response, std::convert::Infallible>> + Send>,
 >;
 
-/// Tags each request with the client's address and marks the connection
-/// busy until the response body has been sent, then hands it to the
-/// router; its answer leaves through [`finish`](super::routes::finish).
+/// Tags each request with the client's address and scheme and marks the
+/// connection busy until the response body has been sent, then hands it
+/// to the router; its answer leaves through [`finish`](super::routes::finish).
 fn with_client(
     app: Router,
-    remote: SocketAddr,
+    client: Client,
     slot: Arc<Slot>,
     unnamed: Arc<Answers>,
 ) -> impl Fn(hyper::Request<Incoming>) -> Answer + Clone {
     move |mut req: hyper::Request<Incoming>| {
         let busy = slot.busy();
-        req.extensions_mut().insert(ConnectInfo(remote));
+        req.extensions_mut().insert(ConnectInfo(client.remote));
+        req.extensions_mut().insert(client.scheme.clone());
         let answer = app.clone().call(req);
         let unnamed = unnamed.clone();
         Box::pin(async move {

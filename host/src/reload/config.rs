@@ -79,6 +79,7 @@ pub fn keep_fixed(running: &Config, new: &mut Config) -> Vec<&'static str> {
     }
     fixed! {
         listen => "listen",
+        tls => "tls",
         agents_dir => "agents",
         server => "server",
         binary => "binary",

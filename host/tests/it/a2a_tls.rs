@@ -7,45 +7,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
-use rustls::pki_types::PrivateKeyDer;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::a2a::{JSON, V1, call, rpc, webhook_app};
 use crate::common::*;
-
-/// A CA (its PEM) and a certificate it signed for 127.0.0.1, with its key.
-fn certificates() -> (String, rcgen::Certificate, KeyPair) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&key, &Issuer::from_params(&ca, &ca_key))
-        .unwrap();
-    (ca_cert.pem(), leaf, key)
-}
+use crate::tls::{Leaf, TestCa};
 
 /// An HTTPS webhook receiver on loopback: its URL, and the JSON bodies
 /// posted to it.
-async fn tls_webhook(
-    cert: rcgen::Certificate,
-    key: &KeyPair,
-) -> (String, mpsc::UnboundedReceiver<Value>) {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
-        .unwrap();
+async fn tls_webhook(leaf: &Leaf) -> (String, mpsc::UnboundedReceiver<Value>) {
+    let config = leaf.server_config(&[b"http/1.1"]);
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let (app, rx) = webhook_app();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -92,16 +64,16 @@ async fn pushed(server: &Server, outcome: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn webhooks_over_https_are_verified_against_the_configured_ca() {
-    let (ca_pem, cert, key) = certificates();
-    let (url, mut received) = tls_webhook(cert, &key).await;
+    let ca = TestCa::new();
+    let (url, mut received) = tls_webhook(&ca.leaf()).await;
     let dir = agents_dir(&["scribe"]);
-    let ca = dir.path().join("hooks-ca.pem");
-    std::fs::write(&ca, &ca_pem).unwrap();
+    let ca_file = dir.path().join("hooks-ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
 
     // Trusted: every update arrives, over TLS, in order.
     let kdl = format!(
         "push {{ allow \"127.0.0.1\"; backoff \"20ms\"; attempts 2; ca {:?} }}\n",
-        ca.display().to_string()
+        ca_file.display().to_string()
     );
     let server = Server::start(config(dir.path(), &kdl)).await;
     let answer = send_with_webhook(&server, &url).await;

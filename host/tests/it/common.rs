@@ -155,7 +155,7 @@ impl Server {
         if let Some(source) = source {
             app.reload_config_from(source);
         }
-        let base = format!("http://{}", app.local_addr());
+        let base = format!("{}://{}", app.scheme(), app.local_addr());
         let binary_tcp = app.binary_tcp_addr();
         let state = app.state.clone();
         let (stop, stopped) = oneshot::channel::<()>();

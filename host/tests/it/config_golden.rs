@@ -68,6 +68,15 @@ fn every_kdl_snippet_in_the_readme_and_docs_is_valid() {
     // The CA file the `push` snippet names.
     let ca = rcgen::generate_simple_self_signed(vec!["hooks.example.com".to_string()]).unwrap();
     std::fs::write(base.path().join("hooks-ca.pem"), ca.cert.pem()).unwrap();
+    // The outbound CA, and the listener's pair, the TLS snippets name.
+    std::fs::write(base.path().join("internal-ca.pem"), ca.cert.pem()).unwrap();
+    std::fs::create_dir(base.path().join("certs")).unwrap();
+    std::fs::write(base.path().join("certs/server.pem"), ca.cert.pem()).unwrap();
+    std::fs::write(
+        base.path().join("certs/server.key"),
+        ca.signing_key.serialize_pem(),
+    )
+    .unwrap();
     let docs = [
         ("docs/configuration.md", 8),
         ("docs/filters.md", 2),
@@ -75,6 +84,7 @@ fn every_kdl_snippet_in_the_readme_and_docs_is_valid() {
         ("docs/reload.md", 1),
         ("docs/wasi-http.md", 1),
         ("docs/compose.md", 2),
+        ("docs/tls.md", 2),
     ];
     for (doc, least) in docs {
         let text = std::fs::read_to_string(root.join(doc)).unwrap();

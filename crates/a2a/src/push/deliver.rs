@@ -18,8 +18,8 @@ use tokio::sync::mpsc;
 use wharf_tasks::TaskPushNotificationConfig;
 
 use super::guard::Webhook;
-use super::tls::Tls;
 use wharf_config::Push as Policy;
+use wharf_runtime::ClientTls as Tls;
 
 /// The most of a webhook's answer the host reads: its status is all that
 /// counts.
@@ -160,7 +160,7 @@ impl Worker {
                 .tls
                 .connect(&self.webhook.host, stream)
                 .await
-                .map_err(Failure::Retry)?;
+                .map_err(|e| Failure::Retry(e.to_string()))?;
             self.exchange(stream, body).await
         } else {
             self.exchange(stream, body).await

@@ -6,7 +6,6 @@
 
 mod deliver;
 mod guard;
-mod tls;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -48,7 +47,7 @@ pub struct Push {
     /// By (agent, task id); a task's entry goes when it finishes.
     hooks: DashMap<(String, String), Vec<Arc<Hook>>>,
     counters: Arc<Counters>,
-    tls: Arc<tls::Tls>,
+    tls: Arc<wharf_runtime::ClientTls>,
 }
 
 impl Push {
@@ -63,7 +62,7 @@ impl Push {
             retried: counter(r, "wharf_a2a_push_retries_total", Vec::new()),
         };
         Push {
-            tls: Arc::new(tls::Tls::new(policy.ca.clone())),
+            tls: Arc::new(wharf_runtime::ClientTls::new("push", policy.ca.clone())),
             policy: Arc::new(policy),
             store,
             hooks: DashMap::new(),

@@ -4,8 +4,9 @@
 //! provider, documentation), the two bindings at URLs that answer, and what
 //! the host offers (streaming; push notifications when they are
 //! configured).
-//! The URLs are built from the `Host` the client used, so the card is
-//! right behind whatever name the client reached Wharf by.
+//! The URLs are built from the `Host` the client used (and `https` on the
+//! TLS listener), so the card is right behind whatever name the client
+//! reached Wharf by.
 //!
 //! Cards are cacheable (A2A section 8.6.1): `Cache-Control: max-age` from
 //! the card block, an `ETag` that is a digest of the card's bytes (so it
@@ -28,7 +29,8 @@ use crate::ingress::AppState;
 /// Media types an agent is offered and answers in, unless it says more.
 const MODES: [&str; 2] = ["text/plain", "application/json"];
 
-pub(super) fn serve(state: &AppState, name: &str, headers: &HeaderMap) -> Response {
+pub(super) fn serve(state: &AppState, name: &str, req: &axum::extract::Request) -> Response {
+    let headers = req.headers();
     let Some(route) = state.pipeline.lookup(name) else {
         return ApiError::from(&state.pipeline.not_served(name)).into_response();
     };
@@ -46,7 +48,11 @@ pub(super) fn serve(state: &AppState, name: &str, headers: &HeaderMap) -> Respon
         .and_then(|h| h.to_str().ok())
         .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic()))
         .unwrap_or("localhost");
-    let url = format!("http://{host}/a2a/{name}");
+    let scheme = req
+        .extensions()
+        .get::<http::uri::Scheme>()
+        .map_or("http", |s| s.as_str());
+    let url = format!("{scheme}://{host}/a2a/{name}");
     let interface = |binding: &str| AgentInterface {
         url: url.clone(),
         protocol_binding: binding.to_string(),
@@ -67,7 +73,7 @@ pub(super) fn serve(state: &AppState, name: &str, headers: &HeaderMap) -> Respon
             interface("JSONRPC"),
             interface("HTTP+JSON"),
             AgentInterface {
-                url: format!("http://{host}"),
+                url: format!("{scheme}://{host}"),
                 protocol_binding: "GRPC".to_string(),
                 tenant: name.to_string(),
                 protocol_version: PROTOCOL_VERSION.to_string(),

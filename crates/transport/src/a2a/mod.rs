@@ -34,9 +34,9 @@ const SUPPORTED_MAJOR: &str = "1";
 
 /// `GET /.well-known/agent-card.json`: the card of the agent the
 /// configuration names as the host's default (`a2a { default "NAME" }`).
-pub(super) async fn host_card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+pub(super) async fn host_card(State(state): State<Arc<AppState>>, req: HttpRequest) -> Response {
     match &state.a2a_default {
-        Some(name) => card::serve(&state, name, &headers),
+        Some(name) => card::serve(&state, name, &req),
         None => ApiError::new(
             StatusCode::NOT_FOUND,
             "no_default_agent",
@@ -55,7 +55,7 @@ pub(super) async fn call(
     let name = params.first().map(|(_, v)| v.clone()).unwrap_or_default();
     let rest = path_below_base(req.uri().path());
     if rest == "/.well-known/agent-card.json" {
-        return card::serve(&state, &name, req.headers()).into_response();
+        return card::serve(&state, &name, &req).into_response();
     }
     let Some(route) = state.pipeline.lookup(&name) else {
         return ApiError::from(&state.pipeline.not_served(&name)).into_response();

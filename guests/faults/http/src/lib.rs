@@ -12,7 +12,7 @@
 //!   time-to-first-byte measurements).
 //! - `/relay`: sends the head, then each piece of the request body as it
 //!   arrives.
-//! - `/fetch?URL`: GETs the plain-HTTP URL and answers 200 with its body,
+//! - `/fetch?URL`: GETs the http:// or https:// URL and answers 200 with its body,
 //!   or 502 with the error the host gave.
 //! - anything else: 200 `ok`.
 
@@ -107,15 +107,19 @@ fn answer(out: ResponseOutparam, status: u16, body: &[u8]) {
     OutgoingBody::finish(outgoing, None).unwrap();
 }
 
-/// GETs `url` (`http://authority/path`) through the host.
+/// GETs `url` (`http://authority/path` or `https://…`) through the host.
 fn fetch(url: &str) -> Result<Vec<u8>, String> {
-    let rest = url.strip_prefix("http://").ok_or("only http:// URLs")?;
+    let (scheme, rest) = match url.split_once("://") {
+        Some(("http", rest)) => (Scheme::Http, rest),
+        Some(("https", rest)) => (Scheme::Https, rest),
+        _ => return Err("only http:// and https:// URLs".into()),
+    };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
     };
     let request = OutgoingRequest::new(Fields::new());
-    request.set_scheme(Some(&Scheme::Http)).unwrap();
+    request.set_scheme(Some(&scheme)).unwrap();
     request.set_authority(Some(authority)).unwrap();
     request.set_path_with_query(Some(path)).unwrap();
     let pending = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
