@@ -66,11 +66,7 @@ pub async fn serve(
         .max_local_error_reset_streams(MAX_H2_ERROR_RESETS);
     let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
-    let scheme = if tls.is_some() {
-        http::uri::Scheme::HTTPS
-    } else {
-        http::uri::Scheme::HTTP
-    };
+    let https = tls.is_some();
     // The certificate is read again when its files change, while serving.
     let watching = tls.clone().map(|tls| tokio::spawn(tls.watch()));
     tokio::pin!(shutdown);
@@ -100,7 +96,7 @@ pub async fn serve(
             app.clone(),
             Client {
                 remote,
-                scheme: scheme.clone(),
+                https,
             },
             slot.clone(),
             unnamed.clone(),
@@ -170,9 +166,10 @@ where
 #[derive(Clone)]
 struct Client {
     remote: SocketAddr,
-    /// `https` on the TLS listener (requests carry it as an extension,
-    /// for URLs the host writes, such as an agent card's).
-    scheme: http::uri::Scheme,
+    /// On the TLS listener: its requests carry `Scheme::HTTPS` as an
+    /// extension, for URLs the host writes (an agent card's); plain HTTP
+    /// requests carry none.
+    https: bool,
 }
 
 type Answer = std::pin::Pin<
@@ -191,7 +188,9 @@ fn with_client(
     move |mut req: hyper::Request<Incoming>| {
         let busy = slot.busy();
         req.extensions_mut().insert(ConnectInfo(client.remote));
-        req.extensions_mut().insert(client.scheme.clone());
+        if client.https {
+            req.extensions_mut().insert(http::uri::Scheme::HTTPS);
+        }
         let answer = app.clone().call(req);
         let unnamed = unnamed.clone();
         Box::pin(async move {
