@@ -3,6 +3,10 @@
 //! without filters in the same run:
 //! - `filter_overhead`: a header-phase filter that allows (`allow`), warm
 //!   and fresh; the `auth` (HS256 JWT) + `headers` chain;
+//! - `auth`: the `auth` filter alone, warm, with an HS256 and an ES256 JWT
+//!   and an API key, each presented again and again (as one client does);
+//!   beside an earlier revision of the filter (`*_before` rows) when
+//!   `scripts/bench/policy-at.sh auth REV` has built it;
 //! - `waf`: the baseline rules and the embedded OWASP Core Rule Set 4 at
 //!   paranoia level 1: clean 1 KiB and 64 KiB form posts, 64 KiB of ~7,400
 //!   short fields (with equal values, and with distinct ones), and an
@@ -97,6 +101,84 @@ fn overhead(c: &mut Criterion) {
         ("headers_auth_warm", "chain"),
     ] {
         g.bench_function(label, |b| {
+            b.iter_custom(|n| run(&rt, &pipeline, agent, &req, 200, n))
+        });
+    }
+    g.finish();
+}
+
+/// The `auth` filter with each kind of credential, a warm instance
+/// seeing the same credential on every request.
+fn auth(c: &mut Criterion) {
+    let fixture = |name: &str| {
+        std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/jwt")
+                .join(name),
+        )
+        .unwrap()
+    };
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    let claims = serde_json::json!({ "sub": "bench", "exp": exp, "scope": "read" });
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+    let hs256 = encode(
+        &Header::default(),
+        &claims,
+        &EncodingKey::from_secret(b"bench secret"),
+    )
+    .unwrap();
+    let es256 = encode(
+        &Header::new(Algorithm::ES256),
+        &claims,
+        &EncodingKey::from_ec_pem(&fixture("ec.key")).unwrap(),
+    )
+    .unwrap();
+    let public = serde_json::to_string(&String::from_utf8(fixture("ec.pub")).unwrap()).unwrap();
+    // sha256("bench-key-0123456789") for the API key `bench`.
+    let key_hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+        b"bench-key-0123456789",
+    ));
+    let before = common::guests_dir().join("auth-before.wasm").is_file();
+    let mut kdl = String::from("instances { mode \"warm\"; max 2 }\n");
+    let mut guests = vec![("echo", "echo")];
+    let mut rows = Vec::new();
+    for (build, file) in [("", "auth"), ("_before", "auth-before")] {
+        if build == "_before" && !before {
+            continue;
+        }
+        for (kind, config) in [
+            ("hs256", "secret \"bench secret\"".to_string()),
+            ("es256", format!("public-key {public}")),
+            ("api_key", format!("api-keys \"bench:{key_hash}\"")),
+        ] {
+            let filter: &'static str = Box::leak(format!("auth-{kind}{build}").into_boxed_str());
+            let agent: &'static str = Box::leak(format!("echo-{kind}{build}").into_boxed_str());
+            kdl.push_str(&format!(
+                "filter \"{filter}\" {{ instances {{ mode \"warm\"; max 2 }}; config {{ {config} }} }}\n\
+                 agent \"{agent}\" {{ filters \"{filter}\" }}\n"
+            ));
+            guests.push((filter, file));
+            guests.push((agent, "echo"));
+            rows.push((format!("{kind}_warm{build}"), agent, kind));
+        }
+    }
+    let (pipeline, _dir) = pipeline(&guests, &kdl);
+    let rt = runtime();
+    let mut g = c.benchmark_group("auth");
+    for (label, agent, kind) in rows {
+        let mut req = request("", vec![0x5a; 1 << 10]);
+        let (name, value) = match kind {
+            "hs256" => ("authorization", format!("Bearer {hs256}")),
+            "es256" => ("authorization", format!("Bearer {es256}")),
+            _ => ("x-api-key", "bench-key-0123456789".to_string()),
+        };
+        req.headers
+            .insert(name, HeaderValue::from_str(&value).unwrap());
+        g.bench_function(&label, |b| {
             b.iter_custom(|n| run(&rt, &pipeline, agent, &req, 200, n))
         });
     }
@@ -301,6 +383,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    targets = overhead, waf
+    targets = overhead, auth, waf
 }
 criterion_main!(filters);

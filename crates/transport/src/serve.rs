@@ -94,10 +94,7 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let service = hyper::service::service_fn(with_client(
             app.clone(),
-            Client {
-                remote,
-                https,
-            },
+            Client { remote, https },
             slot.clone(),
             unnamed.clone(),
         ));

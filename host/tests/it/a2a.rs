@@ -92,16 +92,13 @@ async fn the_official_javascript_sdk_streams_over_both_bindings() {
 
 /// The card as `wharf.kdl` describes it (`description`, `max-age`).
 fn card_site(root: &Path, description: &str) {
-    let text = format!(
-        "listen \"127.0.0.1:0\"\nagents \"agents\"\ncache {:?}\naudit #false\n\
-         tasks {{ path \"tasks.db\" }}\n\
-         a2a {{ default \"scribe\" }}\n\
-         agent \"scribe\" {{ card {{ description {description:?}; max-age \"90s\" }} }}\n",
-        test_cache_dir().display().to_string()
+    write_site(
+        root,
+        &format!(
+            "a2a {{ default \"scribe\" }}\n\
+             agent \"scribe\" {{ card {{ description {description:?}; max-age \"90s\" }} }}\n"
+        ),
     );
-    let tmp = root.join(".wharf.kdl.tmp");
-    std::fs::write(&tmp, text).unwrap();
-    std::fs::rename(&tmp, root.join("wharf.kdl")).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,7 +2,9 @@
 //! real JWT library (jsonwebtoken) with HS256, RS256, ES256 and EdDSA
 //! keys: valid tokens pass with their claims as metadata, every way a token
 //! can be wrong is a 401 with `WWW-Authenticate`, API keys are checked
-//! against their stored hashes, and the credential does not reach the agent.
+//! against their stored hashes, and the credential does not reach the agent;
+//! a token a warm instance remembers as verified is not used past its
+//! `exp` or a change of keys.
 
 use std::path::Path;
 
@@ -279,5 +281,64 @@ async fn api_keys_match_their_stored_hashes_and_auth_refuses_before_the_upload()
         .unwrap();
     let text = String::from_utf8_lossy(&head[..n]);
     assert!(text.starts_with("HTTP/1.1 401"), "{text}");
+    server.stop().await;
+}
+
+/// A site whose `auth` filter runs one warm instance (so its cache of
+/// verified tokens is kept between requests) with `secret`, no leeway.
+fn cache_site(root: &Path, secret: &str) {
+    write_site(
+        root,
+        &format!(
+            "filters \"auth\"\n\
+             filter \"auth\" {{ instances {{ mode \"warm\"; max 1; }}; config {{ secret {secret:?}; leeway 0; }} }}\n"
+        ),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remembered_token_is_never_used_past_its_exp_or_a_key_change() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("agents")).unwrap();
+    for name in ["mirror", "auth"] {
+        copy_guest(&root.path().join("agents"), name, name);
+    }
+    let secret = "a shared secret of decent length";
+    cache_site(root.path(), secret);
+    let server = Server::start_file(&root.path().join("wharf.kdl")).await;
+
+    // The same token twice: verified, then remembered, with the same
+    // claims passed on both times.
+    let lasting = token(Algorithm::HS256, None, good_claims());
+    for _ in 0..2 {
+        let reply = with_bearer(&server, &lasting).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert_eq!(reply.json()["meta"]["auth.sub"], "alice");
+        assert_eq!(reply.json()["meta"]["auth.scope"], "read write");
+    }
+
+    // A token expiring in two seconds passes, and is refused once its
+    // `exp` has passed although the instance remembers it verified.
+    let exp = now() + 2;
+    let brief = token(Algorithm::HS256, None, json!({ "sub": "bob", "exp": exp }));
+    let reply = with_bearer(&server, &brief).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(with_bearer(&server, &brief).await.status, 200);
+    while now() <= exp {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let reply = with_bearer(&server, &brief).await;
+    assert_eq!(reply.status, 401, "{}", reply.text());
+    assert!(reply.text().contains("expired"), "{}", reply.text());
+
+    // The secret changes (a revoked key): the remembered token is checked
+    // against the new one, and refused.
+    cache_site(root.path(), "another secret, the old one revoked");
+    wait_until("the reloaded filter refuses the old token", || async {
+        with_bearer(&server, &lasting).await.status == 401
+    })
+    .await;
+    let reply = with_bearer(&server, &lasting).await;
+    assert!(reply.text().contains("signature"), "{}", reply.text());
     server.stop().await;
 }

@@ -111,6 +111,21 @@ pub fn test_cache_dir() -> PathBuf {
     guests_dir().join("../../test-cache")
 }
 
+/// Writes `root/wharf.kdl` whole (aside, then renamed over): a site serving
+/// `root/agents` on an ephemeral port with the test run's compile cache,
+/// its own task store, no audit log, and `body`. [`Server::start_file`]
+/// serves it and reloads it when it is written again.
+pub fn write_site(root: &Path, body: &str) {
+    let text = format!(
+        "listen \"127.0.0.1:0\"\nagents \"agents\"\ncache {:?}\naudit #false\n\
+         tasks {{ path \"tasks.db\" }}\n{body}",
+        test_cache_dir().display().to_string()
+    );
+    let tmp = root.join(".wharf.kdl.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, root.join("wharf.kdl")).unwrap();
+}
+
 /// A server running in this process until dropped.
 pub struct Server {
     pub base: String,

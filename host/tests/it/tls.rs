@@ -24,6 +24,7 @@ use rustls::pki_types::{PrivateKeyDer, ServerName};
 use tokio::io::AsyncReadExt;
 
 use crate::common::*;
+use crate::wasi_http::{expect_fetch, outbound_count};
 
 /// A certificate authority made for one test.
 pub struct TestCa {
@@ -560,7 +561,6 @@ async fn guests_call_https_verified_against_the_outbound_ca() {
         agent "elsewhere" { outbound { allow "10.9.9.9"; ca "ca.pem"; } }
     "#;
     let server = Server::start(config(dir.path(), kdl)).await;
-    let client = client();
     for (agent, target, status, says) in [
         (
             "trusting",
@@ -588,15 +588,9 @@ async fn guests_call_https_verified_against_the_outbound_ca() {
             "HttpRequestDenied",
         ),
     ] {
-        let url = server.url(&format!("/agents/{agent}/fetch?{target}"));
-        let reply = send(&client, Method::GET, &url, &[], "").await;
-        let what = format!("{agent} → {target}");
-        assert_eq!(reply.status.as_u16(), status, "{what}: {}", reply.text());
-        assert!(reply.text().contains(says), "{what}: {}", reply.text());
+        expect_fetch(&server, agent, &target, status, says).await;
     }
-    let count = |agent: &str, outcome: &str| {
-        format!("wharf_outbound_requests_total{{agent=\"{agent}\",outcome=\"{outcome}\"}}")
-    };
+    let count = outbound_count;
     assert_eq!(metric(&server, &count("trusting", "allowed")).await, 1.0);
     assert_eq!(metric(&server, &count("trusting", "failed")).await, 1.0);
     assert_eq!(metric(&server, &count("untrusting", "failed")).await, 1.0);

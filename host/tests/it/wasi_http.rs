@@ -365,6 +365,27 @@ async fn upstream() -> SocketAddr {
     addr
 }
 
+/// Asks the `http_faults` copy `agent` to fetch `target` and checks the
+/// status it answers and a part of its body.
+pub(crate) async fn expect_fetch(
+    server: &Server,
+    agent: &str,
+    target: &str,
+    status: u16,
+    says: &str,
+) {
+    let url = server.url(&format!("/agents/{agent}/fetch?{target}"));
+    let reply = send(&client(), Method::GET, &url, &[], "").await;
+    let what = format!("{agent} → {target}");
+    assert_eq!(reply.status.as_u16(), status, "{what}: {}", reply.text());
+    assert!(reply.text().contains(says), "{what}: {}", reply.text());
+}
+
+/// The outbound counter of `agent` for `outcome`, as /metrics writes it.
+pub(crate) fn outbound_count(agent: &str, outcome: &str) -> String {
+    format!("wharf_outbound_requests_total{{agent=\"{agent}\",outcome=\"{outcome}\"}}")
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn outbound_http_is_denied_unless_the_agent_allows_it() {
     let up = upstream().await;
@@ -422,8 +443,6 @@ async fn outbound_http_is_denied_unless_the_agent_allows_it() {
     "#
     .replace("PORT", &port.to_string());
     let server = Server::start(config(dir.path(), &kdl)).await;
-    let client = client();
-    let fetch = |agent: &str, target: &str| server.url(&format!("/agents/{agent}/fetch?{target}"));
     let ip = format!("http://127.0.0.1:{port}");
     let name = format!("http://localhost:{port}");
     for (agent, target, status, says) in [
@@ -455,14 +474,9 @@ async fn outbound_http_is_denied_unless_the_agent_allows_it() {
         ("small", format!("{ip}/big"), 502, "reading the answer"),
         ("slow", format!("{ip}/stall"), 502, "HttpResponseTimeout"),
     ] {
-        let reply = send(&client, Method::GET, &fetch(agent, &target), &[], "").await;
-        let what = format!("{agent} → {target}");
-        assert_eq!(reply.status.as_u16(), status, "{what}: {}", reply.text());
-        assert!(reply.text().contains(says), "{what}: {}", reply.text());
+        expect_fetch(&server, agent, &target, status, says).await;
     }
-    let count = |agent: &str, outcome: &str| {
-        format!("wharf_outbound_requests_total{{agent=\"{agent}\",outcome=\"{outcome}\"}}")
-    };
+    let count = outbound_count;
     assert_eq!(metric(&server, &count("closed", "denied")).await, 1.0);
     assert_eq!(metric(&server, &count("by_address", "denied")).await, 1.0);
     assert_eq!(metric(&server, &count("by_address", "allowed")).await, 1.0);

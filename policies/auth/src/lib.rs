@@ -14,10 +14,13 @@
 //! - `claims`: claims passed on as metadata (default `sub iss scope`)
 //! - `realm` (default `wharf`); `keep-credentials "true"` passes the
 //!   credential on to the agent (by default it is removed)
+//! - `cache`: verified tokens an instance remembers (default 1024; `0`:
+//!   none), see [`Verified`]
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
@@ -39,13 +42,85 @@ struct Settings {
     claims: Vec<String>,
     realm: String,
     keep: bool,
+    /// Tokens this instance verified for this route.
+    verified: RefCell<Verified>,
+}
+
+/// The longest a verified token is remembered, whatever its `exp`.
+const MAX_REMEMBER_SECS: u64 = 300;
+
+/// Tokens verified, so that a token presented again costs a hash and a
+/// lookup instead of a signature check (as Envoy's `jwt_authn` cache
+/// does). Keyed by the token's SHA-256 (the token itself is not kept);
+/// an entry holds the metadata the token's claims gave and is used only
+/// before its `exp` and at most [`MAX_REMEMBER_SECS`] after it was
+/// verified. At most `capacity` entries: a full cache drops expired ones,
+/// then the one expiring soonest. Only tokens that verified are kept, so
+/// only an issuer's signed tokens can fill it. The cache lives in the
+/// instance: a configuration change (a key revoked, an issuer no longer
+/// accepted) starts new instances, with empty caches.
+struct Verified {
+    capacity: usize,
+    entries: HashMap<[u8; 32], Remembered>,
+}
+
+struct Remembered {
+    /// Seconds since the epoch after which the entry is not used.
+    until: u64,
+    metadata: Rc<[(String, String)]>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Verified {
+    fn new(capacity: usize) -> Verified {
+        Verified {
+            capacity,
+            entries: HashMap::new(),
+        }
+    }
+
+    /// The metadata of a token verified before and not yet expired.
+    fn get(&mut self, key: &[u8; 32], now: u64) -> Option<Rc<[(String, String)]>> {
+        let entry = self.entries.get(key)?;
+        if now < entry.until {
+            return Some(entry.metadata.clone());
+        }
+        self.entries.remove(key);
+        None
+    }
+
+    /// Remembers a verified token until `exp` (its claim, if any).
+    fn put(&mut self, key: [u8; 32], exp: Option<u64>, now: u64, metadata: Rc<[(String, String)]>) {
+        let until = exp.unwrap_or(u64::MAX).min(now + MAX_REMEMBER_SECS);
+        if self.capacity == 0 || until <= now {
+            return;
+        }
+        if self.entries.len() >= self.capacity {
+            self.entries.retain(|_, e| e.until > now);
+        }
+        if self.entries.len() >= self.capacity
+            && let Some(soonest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.until)
+                .map(|(k, _)| *k)
+        {
+            self.entries.remove(&soonest);
+        }
+        self.entries.insert(key, Remembered { until, metadata });
+    }
 }
 
 thread_local! {
     static SETTINGS: RefCell<HashMap<String, Rc<Settings>>> = RefCell::new(HashMap::new());
 }
 
-const KEYS: [&str; 12] = [
+const KEYS: [&str; 13] = [
     "secret",
     "public-key",
     "jwks",
@@ -58,6 +133,7 @@ const KEYS: [&str; 12] = [
     "claims",
     "realm",
     "keep-credentials",
+    "cache",
 ];
 
 /// The settings for the route `agent`, parsed on its first request: the
@@ -154,6 +230,12 @@ fn parse(v: &[String]) -> Result<Settings, String> {
             r => r.to_string(),
         },
         keep: get("keep-credentials") == "true",
+        verified: RefCell::new(Verified::new(match get("cache") {
+            "" => 1024,
+            n => n
+                .parse()
+                .map_err(|_| format!("`cache` must be a number of tokens, not `{n}`"))?,
+        })),
     })
 }
 
@@ -300,6 +382,21 @@ fn claim_text(v: &serde_json::Value) -> String {
     }
 }
 
+/// The metadata a verified token's claims give (`auth.sub`, …).
+fn claim_metadata(
+    s: &Settings,
+    claims: &serde_json::Map<String, serde_json::Value>,
+) -> Rc<[(String, String)]> {
+    s.claims
+        .iter()
+        .filter_map(|name| {
+            let mut text = claim_text(claims.get(name)?);
+            text.truncate(text.floor_char_boundary(1024));
+            Some((format!("auth.{}", name.to_ascii_lowercase()), text))
+        })
+        .collect()
+}
+
 struct Auth;
 
 impl wharf_guest::filter::Guest for Auth {
@@ -341,23 +438,32 @@ impl wharf_guest::filter::Guest for Auth {
         else {
             return refuse(&s, "auth-scheme", "use a Bearer token", false);
         };
-        match check_jwt(&s, token) {
-            Ok(claims) => {
-                let mut v = Verdict::allow().meta("auth.method", "jwt");
-                for name in &s.claims {
-                    if let Some(value) = claims.get(name) {
-                        let mut text = claim_text(value);
-                        text.truncate(1024);
-                        v = v.meta(&format!("auth.{}", name.to_ascii_lowercase()), &text);
-                    }
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = now_secs();
+        let remembered = s.verified.borrow_mut().get(&key, now);
+        let metadata = match remembered {
+            Some(metadata) => metadata,
+            None => match check_jwt(&s, token) {
+                Ok(claims) => {
+                    let metadata = claim_metadata(&s, &claims);
+                    // Whole seconds, or a fractional `exp` rounded down.
+                    let exp = claims
+                        .get("exp")
+                        .and_then(|e| e.as_u64().or_else(|| e.as_f64().map(|f| f.max(0.0) as u64)));
+                    s.verified.borrow_mut().put(key, exp, now, metadata.clone());
+                    metadata
                 }
-                if s.keep {
-                    v
-                } else {
-                    v.remove_request_header("authorization")
-                }
-            }
-            Err((rule, why)) => refuse(&s, rule, &why, true),
+                Err((rule, why)) => return refuse(&s, rule, &why, true),
+            },
+        };
+        let mut v = Verdict::allow().meta("auth.method", "jwt");
+        for (name, value) in metadata.iter() {
+            v = v.meta(name, value);
+        }
+        if s.keep {
+            v
+        } else {
+            v.remove_request_header("authorization")
         }
     }
 
