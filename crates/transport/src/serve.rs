@@ -107,20 +107,27 @@ pub async fn serve(
             continue;
         };
         // The handshake runs on the connection's own task, within the
-        // time a client has to send its request head: a client that stalls
-        // it holds its slot no longer than one that stalls its headers.
+        // time a client has to send its request head, and its connection
+        // is idle meanwhile: one that stalls it holds its slot no longer,
+        // and gives it up as soon as a new connection needs the room.
         let (builder, watcher) = (builder.clone(), graceful.watcher());
         tokio::spawn(async move {
-            let accepted =
-                tokio::time::timeout(settings.header_timeout, tls.acceptor().accept(io)).await;
-            let io = match accepted {
-                Ok(Ok(io)) => io,
-                Ok(Err(err)) => {
-                    tracing::debug!(%remote, error = %err, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%remote, "no TLS handshake within the header timeout");
+            let handshake =
+                tokio::time::timeout(settings.header_timeout, tls.acceptor().accept(io));
+            let io = tokio::select! {
+                accepted = handshake => match accepted {
+                    Ok(Ok(io)) => io,
+                    Ok(Err(err)) => {
+                        tracing::debug!(%remote, error = %err, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%remote, "no TLS handshake within the header timeout");
+                        return;
+                    }
+                },
+                () = slot.evicted() => {
+                    tracing::debug!(%remote, "connection closed mid-handshake to make room");
                     return;
                 }
             };
