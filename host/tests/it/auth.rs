@@ -124,6 +124,13 @@ async fn valid_tokens_of_every_algorithm_pass_with_their_claims() {
             "the credential stops at the filter"
         );
     }
+    // A claim past 1 KiB is cut at a character boundary, not mid-letter
+    // (which trapped the filter).
+    let mut claims = good_claims();
+    claims["sub"] = json!(format!("{}é and more", "a".repeat(1023)));
+    let reply = with_bearer(&server, &token(Algorithm::HS256, None, claims)).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json()["meta"]["auth.sub"], "a".repeat(1023));
     server.stop().await;
 }
 
