@@ -2,7 +2,9 @@
 # HTTP load on loopback: Wharf (echo agent, fresh; fresh with 4 instances
 # made ahead; warm; warm with the `headers` + `auth` filter chain; warm with
 # the `waf` baseline; the embedded default's chain, `headers` + `waf`
-# baseline, before a fresh echo; warm with `waf` running CRS 4 at PL1)
+# baseline, before a fresh echo; warm with `waf` running CRS 4 at PL1;
+# the warm echo over HTTPS, `tls-warm`: a second Wharf with a `tls` block
+# and a P-256 certificate made by openssl, wrk keeping its connections)
 # against the bare hyper echo ceiling (examples/bare_echo.rs), 1 KiB POST
 # bodies. When scripts/bench/waf-old-engine.sh has built the previous WAF
 # engine, the rows old-waf-echo and old-default run it the same way; when
@@ -14,7 +16,7 @@
 # are measured on both, alternating, LOAD_ROUNDS times (default 3): rps
 # at c=50 per round, and the median of each.
 # LOAD_SECONDS changes the 20 s; LOAD_AGENTS picks rows (default
-# "echo ahead warm chain waf-echo default crs-echo", and the old rows).
+# "echo ahead warm chain waf-echo default crs-echo tls-warm", and the old rows).
 # Installs wrk from Debian when missing.
 # Prints a Markdown table.
 set -euo pipefail
@@ -172,6 +174,22 @@ for _ in $(seq 1 100); do
     sleep 0.2
 done
 
+case " ${LOAD_AGENTS:-tls-warm} " in *" tls-warm "*)
+    # The same configuration over HTTPS: its own port and task store.
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -keyout "$work/tls.key" -out "$work/tls.pem" -days 1 -subj /CN=localhost \
+        -addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>/dev/null
+    sed -e 's/^listen "127.0.0.1:9002"/listen "127.0.0.1:9004"\ntls { certificate "tls.pem"; key "tls.key"; }/' \
+        -e 's/^tasks { path "tasks.db"; }/tasks { path "tasks-tls.db"; }/' \
+        "$work/wharf.kdl" > "$work/tls.kdl"
+    RUST_LOG=warn "$release/wharf" serve --config "$work/tls.kdl" >&2 &
+    for _ in $(seq 1 100); do
+        curl -skf -o /dev/null https://127.0.0.1:9004/healthz && break
+        sleep 0.2
+    done
+    ;;
+esac
+
 if [ -n "${WHARF_BEFORE:-}" ]; then
     # Its own port and its own task store (one process per store).
     sed -e 's/^listen "127.0.0.1:9002"/listen "127.0.0.1:9003"/' \
@@ -213,16 +231,19 @@ echo "| server | rps at c=50 | ratio to ceiling | p50 at c=1 | p99 at c=1 |"
 echo "|---|---|---|---|---|"
 echo "| bare hyper echo (ceiling) | $base_rps | 1.00 | $base_p50 | $base_p99 |"
 warm_rps="" chain_rps=""
-for agent in ${LOAD_AGENTS:-echo ahead warm chain waf-echo default crs-echo $old_rows}; do
+for agent in ${LOAD_AGENTS:-echo ahead warm chain waf-echo default crs-echo tls-warm $old_rows}; do
     script="$work/post.lua"
     case "$agent" in *waf*|*default|*crs-echo) script="$work/form.lua" ;; esac
-    r=$(rps "http://127.0.0.1:9002/agents/$agent" "$script")
-    read -r p50 p99 < <(lat "http://127.0.0.1:9002/agents/$agent" "$script")
+    url="http://127.0.0.1:9002/agents/$agent"
+    [ "$agent" = tls-warm ] && url="https://127.0.0.1:9004/agents/warm"
+    r=$(rps "$url" "$script")
+    read -r p50 p99 < <(lat "$url" "$script")
     ratio=$(awk -v a="$r" -v b="$base_rps" 'BEGIN {printf "%.2f", a / b}')
     case "$agent" in
         echo) label="Wharf, fresh instance per request" ;;
         ahead) label="Wharf, fresh instance per request, 4 made ahead" ;;
         warm) label="Wharf, warm pool"; warm_rps=$r ;;
+        tls-warm) label="Wharf, warm pool, over HTTPS (TLS 1.3, connections kept)" ;;
         chain) label="Wharf, warm pool, headers + auth (JWT) filters"; chain_rps=$r ;;
         waf-echo) label="Wharf, warm pool, waf (baseline rules)" ;;
         default) label="Wharf, embedded default: fresh echo, headers + waf (baseline)" ;;

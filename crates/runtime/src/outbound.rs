@@ -27,20 +27,17 @@ pub struct OutboundAccess {
     pub policy: Option<Arc<Outbound>>,
     /// The counters of its outcomes, set when the route is built.
     pub counters: Arc<OnceLock<OutboundCounters>>,
-    /// TLS for its `https://` requests, trusting the policy's `ca`.
-    tls: Option<Arc<ClientTls>>,
+    /// TLS for its `https://` requests, trusting the policy's `ca`: made
+    /// at the first one, shared by every instance of the agent.
+    tls: Arc<OnceLock<ClientTls>>,
 }
 
 impl OutboundAccess {
     /// Access under `policy` (none: every request denied).
     pub fn new(policy: Option<Arc<Outbound>>) -> OutboundAccess {
-        let tls = policy
-            .as_ref()
-            .map(|p| Arc::new(ClientTls::new("outbound", p.ca.clone())));
         OutboundAccess {
             policy,
-            counters: Default::default(),
-            tls,
+            ..OutboundAccess::default()
         }
     }
 }
@@ -80,7 +77,12 @@ impl WasiHttpHooks for Hooks {
                 None => Err(Refusal::Denied(
                     "the agent has no `outbound` block: outbound HTTP is denied".into(),
                 )),
-                Some(policy) => send(request, policy, access.tls.as_deref()).await,
+                Some(policy) => {
+                    let tls = access
+                        .tls
+                        .get_or_init(|| ClientTls::new("outbound", policy.ca.clone()));
+                    send(request, policy, tls).await
+                }
             };
             match result {
                 Ok(resp) => {
@@ -113,7 +115,7 @@ enum Refusal {
 async fn send(
     request: http::Request<WasiBody>,
     policy: &Outbound,
-    tls: Option<&ClientTls>,
+    tls: &ClientTls,
 ) -> Result<http::Response<WasiBody>, Refusal> {
     let uri = request.uri().clone();
     let secure = match uri.scheme_str() {
@@ -144,7 +146,6 @@ async fn send(
     if !secure {
         return exchange(stream, request, &uri, policy).await;
     }
-    let tls = tls.expect("an allowed request has its policy's TLS");
     let stream = tokio::time::timeout(timeout, tls.connect(&host, stream))
         .await
         .map_err(|_| {
