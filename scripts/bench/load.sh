@@ -174,32 +174,32 @@ for _ in $(seq 1 100); do
     sleep 0.2
 done
 
+# serve_beside NAME BINARY PORT SCHEME [LINE]: the same configuration as a
+# second server, on its own port and task store (one process per store),
+# with LINE after its `listen`; waits until it answers.
+serve_beside() {
+    local name="$1" binary="$2" port="$3" scheme="$4" line="${5:-}"
+    sed -e "s/^listen \"127.0.0.1:9002\"/listen \"127.0.0.1:$port\"${line:+\\n$line}/" \
+        -e "s/^tasks { path \"tasks.db\"; }/tasks { path \"tasks-$name.db\"; }/" \
+        "$work/wharf.kdl" > "$work/$name.kdl"
+    RUST_LOG=warn "$binary" serve --config "$work/$name.kdl" >&2 &
+    for _ in $(seq 1 100); do
+        curl -skf -o /dev/null "$scheme://127.0.0.1:$port/healthz" && break
+        sleep 0.2
+    done
+}
+
 case " ${LOAD_AGENTS:-tls-warm} " in *" tls-warm "*)
-    # The same configuration over HTTPS: its own port and task store.
+    # The same configuration over HTTPS, with a certificate made here.
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
         -keyout "$work/tls.key" -out "$work/tls.pem" -days 1 -subj /CN=localhost \
         -addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>/dev/null
-    sed -e 's/^listen "127.0.0.1:9002"/listen "127.0.0.1:9004"\ntls { certificate "tls.pem"; key "tls.key"; }/' \
-        -e 's/^tasks { path "tasks.db"; }/tasks { path "tasks-tls.db"; }/' \
-        "$work/wharf.kdl" > "$work/tls.kdl"
-    RUST_LOG=warn "$release/wharf" serve --config "$work/tls.kdl" >&2 &
-    for _ in $(seq 1 100); do
-        curl -skf -o /dev/null https://127.0.0.1:9004/healthz && break
-        sleep 0.2
-    done
+    serve_beside tls "$release/wharf" 9004 https 'tls { certificate "tls.pem"; key "tls.key"; }'
     ;;
 esac
 
 if [ -n "${WHARF_BEFORE:-}" ]; then
-    # Its own port and its own task store (one process per store).
-    sed -e 's/^listen "127.0.0.1:9002"/listen "127.0.0.1:9003"/' \
-        -e 's/^tasks { path "tasks.db"; }/tasks { path "tasks-before.db"; }/' \
-        "$work/wharf.kdl" > "$work/before.kdl"
-    RUST_LOG=warn "$WHARF_BEFORE" serve --config "$work/before.kdl" >&2 &
-    for _ in $(seq 1 100); do
-        curl -sf -o /dev/null http://127.0.0.1:9003/healthz && break
-        sleep 0.2
-    done
+    serve_beside before "$WHARF_BEFORE" 9003 http
 fi
 
 # rps URL [SCRIPT], lat URL [SCRIPT]
