@@ -70,7 +70,12 @@ fn fan_out(c: &mut Criterion) {
         .map(|_| bus.watch("orders.*", 16, usize::MAX).unwrap())
         .collect();
     g.bench_function("publish_1000", |b| {
-        b.iter(|| black_box(bus.publish("orders.created", payload.clone()).unwrap()))
+        b.iter(|| {
+            black_box(
+                bus.publish("orders.created", payload.clone(), None)
+                    .unwrap(),
+            )
+        })
     });
     g.bench_function("copy_1000", |b| {
         b.iter(|| {

@@ -70,6 +70,9 @@ pub enum StartError {
     #[error("the listener's TLS certificate: {0}")]
     /// The `tls` block's certificate and key cannot be used.
     Tls(#[from] transport::ServerTlsError),
+    #[error(transparent)]
+    /// The `telemetry` block's exporter cannot be made.
+    Telemetry(#[from] crate::telemetry::TelemetryError),
     #[error("cannot listen on {addr}: {source}")]
     /// The HTTP listener cannot be bound.
     Listen {
@@ -163,6 +166,8 @@ pub struct App {
     binary: Option<transport::binary::Listeners>,
     reloader: Reloader,
     reload: ReloadHandle,
+    /// Trace export, when a `telemetry` block asks for it.
+    tracing: Option<crate::telemetry::Tracing>,
 }
 
 impl App {
@@ -219,6 +224,15 @@ impl App {
             config.server.streams_per_client,
         );
         let pipeline = Pipeline::new(snapshot, metrics.clone(), audit, streams);
+        let tracing = match &config.telemetry {
+            Some(settings) => {
+                let tracing = crate::telemetry::Tracing::start(settings)?;
+                tracing::info!(endpoint = %settings.endpoint, sampling = settings.sampling, "exporting traces");
+                pipeline.trace_with(tracing.tracer().clone());
+                Some(tracing)
+            }
+            None => None,
+        };
         if let Some(settings) = &config.cluster {
             let cluster = crate::cluster::Cluster::connect(settings.clone(), metrics).await?;
             tracing::info!(node = %settings.node, nats = %settings.nats, "joining the cluster");
@@ -254,6 +268,7 @@ impl App {
             binary,
             reloader,
             reload,
+            tracing,
         })
     }
 
@@ -383,6 +398,9 @@ impl App {
         drop(watching);
         reloads.abort();
         housekeeping.abort();
+        if let Some(tracing) = self.tracing {
+            tracing.shutdown().await;
+        }
     }
 }
 

@@ -20,6 +20,7 @@ pub mod check;
 pub mod fuzzing;
 pub mod reload;
 pub mod startup;
+pub mod telemetry;
 
 /// This build's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -14,6 +14,7 @@ use wharf_tasks::{Message, StreamResponse, Task, TaskState};
 
 use super::{A2a, Running, agent_message};
 use wharf_core::request::{Call, Request, TurnEvent};
+use wharf_core::trace::{self, Attribute, Kind};
 use wharf_routing::{AgentRoute, RouteError};
 use wharf_runtime::CallError;
 
@@ -85,9 +86,19 @@ pub(super) fn turn_request(req: &Request, call: &Arc<wharf_core::request::Turn>)
 }
 
 impl TurnRun {
-    pub async fn run(mut self, req: Request) {
+    pub async fn run(mut self, mut req: Request) {
         let task_id = self.call.task_id.clone();
         let route = self.route.clone();
+        let span = trace::child(req.trace.as_ref(), "wharf.a2a.turn", Kind::Internal, || {
+            vec![
+                Attribute::new("wharf.agent", self.agent.to_string()),
+                Attribute::new("a2a.task.id", task_id.clone()),
+                Attribute::new("a2a.context.id", self.call.context_id.clone()),
+            ]
+        });
+        if let Some(span) = &span {
+            req.trace = Some(span.trace().clone());
+        }
         let call = route.dispatch(req);
         tokio::pin!(call);
         let mut finished = None;
@@ -105,6 +116,9 @@ impl TurnRun {
             self.show(&event).await;
             self.apply(event, &mut finished);
         }
+        if let (Some(span), Err(err)) = (&span, &result) {
+            span.fail(err.to_string());
+        }
         let (state, message) = match (result, finished) {
             (Ok(_), Some(Ending::Reply(reply))) if self.unshown => return self.reply(reply),
             // Shown already: the reply ends the task as its answer.
@@ -116,6 +130,9 @@ impl TurnRun {
             ),
             (Err(err), _) => self.failure(&err),
         };
+        if let Some(span) = span {
+            span.set(Attribute::new("a2a.task.state", state.as_str()));
+        }
         let (task, update) = {
             let mut task = self.lock();
             let update = task.set_status(state, message).ok();

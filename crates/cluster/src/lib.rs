@@ -23,6 +23,7 @@ use pins::{Outcome, Pins, Place};
 use wharf_config as config;
 use wharf_core::metrics::Metrics;
 use wharf_core::request::{Request, Response};
+use wharf_core::trace::{self, Attribute, Kind};
 
 /// Why another node gave no answer.
 #[derive(Debug, thiserror::Error)]
@@ -198,7 +199,21 @@ impl Cluster {
             Some(node) => wire::node_subject(node, agent),
             None => wire::agent_subject(agent),
         };
-        let payload = wire::encode_request(agent, req, self.node(), node.is_some());
+        // The node that answers continues the trace under this span.
+        let span = trace::child(req.trace.as_ref(), "wharf.forward", Kind::Client, || {
+            vec![
+                Attribute::new("wharf.agent", agent.to_string()),
+                Attribute::new("wharf.node", node.unwrap_or("any").to_string()),
+            ]
+        });
+        let payload = match &span {
+            Some(span) => {
+                let mut req = req.clone();
+                span.trace().inject(&mut req.headers);
+                wire::encode_request(agent, &req, self.node(), node.is_some())
+            }
+            None => wire::encode_request(agent, req, self.node(), node.is_some()),
+        };
         let mut timeout = self.settings.forward_timeout;
         if let Some(deadline) = req.hop.deadline {
             timeout = timeout.min(deadline.saturating_duration_since(Instant::now()));
@@ -223,6 +238,12 @@ impl Cluster {
             Err(ForwardError::TimedOut(_)) => "timed_out",
             Err(ForwardError::Failed(_)) => "failed",
         };
+        if let Some(span) = span {
+            match &result {
+                Ok((resp, _)) => span.status(resp.status.as_u16()),
+                Err(err) => span.fail(err.to_string()),
+            }
+        }
         let to = if node.is_some() { "node" } else { "any" };
         let labels = vec![
             Label::new("agent", agent.to_string()),

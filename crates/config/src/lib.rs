@@ -23,6 +23,7 @@ mod policy;
 mod push;
 mod setting;
 mod tasks;
+mod telemetry;
 mod tls;
 pub mod topic;
 mod trust;
@@ -53,6 +54,7 @@ pub use policy::{
 pub use push::{Push, Target};
 pub use setting::SettingError;
 pub use tasks::Tasks;
+pub use telemetry::Telemetry;
 pub use tls::{ListenTls, TlsFileError, read_certificates, read_private_key};
 pub use topic::Pattern;
 pub use trust::{KeyError, Trust, TrustedKey, key_id};
@@ -103,6 +105,8 @@ pub struct Config {
     pub topics: Topics,
     /// The nodes this one serves with as one service; none when `None`.
     pub cluster: Option<Cluster>,
+    /// Where traces go over OTLP; nothing is traced when `None`.
+    pub telemetry: Option<Telemetry>,
 }
 
 /// The compiled-artifact cache setting (`cache "dir"` or `cache #false`).
@@ -239,6 +243,7 @@ impl Default for Config {
             call_depth: DEFAULT_CALL_DEPTH,
             topics: Topics::default(),
             cluster: None,
+            telemetry: None,
         }
     }
 }

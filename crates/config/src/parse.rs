@@ -41,6 +41,7 @@ const TOP: &[&str] = &[
     "cluster",
     "task-owner",
     "topics",
+    "telemetry",
 ];
 const LIMITS: &[&str] = &[
     "memory",
@@ -175,6 +176,7 @@ impl Walker {
             match node.name().value() {
                 "listen" => set(&mut config.listen, self.socket_addr(node)),
                 "tls" => config.tls = self.tls(node),
+                "telemetry" => config.telemetry = self.telemetry(node),
                 "agents" => {
                     if let Some((dir, _)) = self.string(node) {
                         config.agents_dir = dir.into();

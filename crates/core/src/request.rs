@@ -49,6 +49,9 @@ pub struct Request {
     /// read it in the head as `body` (`none`, else `some`). The pipeline
     /// sets it from the transport's body; until then, true.
     pub has_body: bool,
+    /// The span the stage at hand starts its own under, when the host
+    /// exports traces; none with tracing off.
+    pub trace: Option<crate::trace::Trace>,
 }
 
 /// A request's place in a chain of calls between agents. Empty for a
@@ -123,9 +126,15 @@ pub trait Peers: Send + Sync {
         req: Request,
     ) -> BoxFuture<Result<Response, PeerError>>;
 
-    /// Publishes `payload` to `topic` for the agent `from`; how many
-    /// subscribers it was queued for.
-    fn publish(&self, from: &str, topic: &str, payload: Bytes) -> Result<usize, PublishError>;
+    /// Publishes `payload` to `topic` for the agent `from`, its deliveries
+    /// traced under `trace`; how many subscribers it was queued for.
+    fn publish(
+        &self,
+        from: &str,
+        topic: &str,
+        payload: Bytes,
+        trace: Option<&crate::trace::Trace>,
+    ) -> Result<usize, PublishError>;
 }
 
 /// Why a guest's publish was refused.
@@ -362,6 +371,7 @@ impl Request {
             hop: Hop::default(),
             attempt: 0,
             has_body: true,
+            trace: None,
         }
     }
 
@@ -558,6 +568,7 @@ impl Request {
             hop: self.hop.clone(),
             attempt: self.attempt,
             has_body: self.has_body,
+            trace: self.trace.clone(),
         }
     }
 }

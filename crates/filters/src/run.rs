@@ -17,6 +17,7 @@ use super::audit::AuditVerdict;
 use super::metrics::{FailureKind, Skip};
 use wharf_config::{Failure, FilterMode, PastLimit};
 use wharf_core::request::{Request, Response};
+use wharf_core::trace::{self, Attribute, Kind};
 use wharf_core::verdict::{Decision, HeaderOp, Phase, Verdict};
 use wharf_routing::{Lease, ensure_instance};
 use wharf_runtime::{CallError, FilterLive};
@@ -329,6 +330,12 @@ impl<'a> ChainRun<'a> {
         }
         let route = self.chain[i].clone();
         route.metrics.call(phase);
+        let span = trace::child(req.trace.as_ref(), "wharf.filter", Kind::Internal, || {
+            vec![
+                Attribute::new("wharf.filter", route.name().to_string()),
+                Attribute::new("wharf.phase", phase.as_str()),
+            ]
+        });
         let started = Instant::now();
         let result = match route.breaker.admit() {
             Err(_) => Err(CallError::Unavailable(
@@ -351,6 +358,12 @@ impl<'a> ChainRun<'a> {
             .seconds
             .record(started.elapsed().as_secs_f64());
         route.health.record(result.is_ok());
+        if let Some(span) = span {
+            match &result {
+                Ok(v) => span.set(Attribute::new("wharf.decision", v.decision.as_str())),
+                Err(err) => span.fail(err.to_string()),
+            }
+        }
         match result {
             Ok(v) => {
                 let enforced = self.enforced(i);

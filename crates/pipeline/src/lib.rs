@@ -26,6 +26,7 @@ use wharf_config::{Composition, Limits};
 use wharf_core::metrics::{Answers, Metrics, Stage};
 use wharf_core::request::{Body, BodyError, Reach, Request, Response};
 use wharf_core::time::now_rfc3339;
+use wharf_core::trace::{Attribute, Kind, Span, Trace, Tracer};
 use wharf_filters::audit::AuditRecord;
 use wharf_filters::{AuditLog, ChainRun, Chains, FilterFailure, Flow};
 use wharf_registry::{Registry, Snapshot};
@@ -226,6 +227,8 @@ pub struct Pipeline {
     cluster: std::sync::OnceLock<Arc<Cluster>>,
     /// Long-lived streams open, within their budget.
     streams: Arc<wharf_core::streams::Streams>,
+    /// Where spans start, when the host exports traces.
+    tracer: std::sync::OnceLock<Tracer>,
 }
 
 impl Pipeline {
@@ -247,6 +250,7 @@ impl Pipeline {
             audit,
             cluster: std::sync::OnceLock::new(),
             streams,
+            tracer: std::sync::OnceLock::new(),
         });
         if let Some(max) = max_payload {
             pipeline.bus.set_max_payload(max);
@@ -259,6 +263,32 @@ impl Pipeline {
     /// (or past their limits here) go to the nodes that serve them.
     pub fn join(&self, cluster: Arc<Cluster>) {
         let _ = self.cluster.set(cluster);
+    }
+
+    /// Traces every request from now on with `tracer`: a span for the
+    /// request, each filter, the agent and what it reaches through the
+    /// host.
+    pub fn trace_with(&self, tracer: Tracer) {
+        let _ = self.tracer.set(tracer);
+    }
+
+    /// The span of a request that enters the pipeline for `name`: under
+    /// the span the request carries (a call between agents, a delivery),
+    /// else under the client's `traceparent`, else a new trace. The
+    /// request carries it from now on.
+    fn enter(&self, name: &str, req: &mut Request) -> Option<Span> {
+        let tracer = self.tracer.get()?;
+        let attributes = vec![
+            Attribute::new("wharf.agent", name.to_string()),
+            Attribute::new("http.request.method", req.method.to_string()),
+            Attribute::new("wharf.request.id", req.id.to_string()),
+        ];
+        let span = match &req.trace {
+            Some(outer) => outer.child(REQUEST_SPAN, Kind::Server, attributes),
+            None => Trace::enter(tracer, REQUEST_SPAN, &req.headers, attributes),
+        };
+        req.trace = Some(span.trace().clone());
+        Some(span)
     }
 
     /// The cluster this node is in.
@@ -393,7 +423,10 @@ impl Pipeline {
         terminal: &dyn Terminal,
     ) -> Result<Response, PipelineError> {
         let stages = self.stages.load_full();
+        let mut req = req;
+        let span = self.enter(agent, &mut req);
         let result = self.run_with(&stages, agent, req, body, terminal).await;
+        traced(span, &result);
         let answers: &Answers = match stages.routes.get(agent) {
             Some(route) => &route.core.metrics.answers,
             None => match stages.composition_answers.get(agent) {
@@ -444,12 +477,21 @@ impl Pipeline {
         // In a cluster, an agent at its limit here overflows to another
         // node: a layer around the terminal.
         let overflow = forwarder.filter(|_| req.hop.from_node.is_none());
-        let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
-            match overflow {
+        let answer = |mut req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
+            let span = agent_span(&mut req);
+            let answered = match overflow {
                 Some(cluster) => {
                     placement::or_overflow(cluster, agent, req, |req| terminal.answer(route, req))
                 }
                 None => terminal.answer(route, req),
+            };
+            match span {
+                None => answered,
+                Some(span) => Box::pin(async move {
+                    let result = answered.await;
+                    traced(Some(span), &result);
+                    result
+                }),
             }
         };
         let mut result = self.guarded(agent, chain, &gate, req, body, answer).await;
@@ -501,11 +543,12 @@ impl Pipeline {
     ) -> Result<Response, PipelineError> {
         let stages = self.stages.load_full();
         req.agent = "topics".into();
+        let span = self.enter("topics", &mut req);
         let chain = stages.chains.topics().map_err(unserved)?;
         let mut gate = default_gate();
         gate.body_limit = self.bus.max_payload();
         let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
-            let result = self.bus.publish(topic, req.body);
+            let result = self.bus.publish(topic, req.body, req.trace.as_ref());
             Box::pin(async move {
                 let queued = result.map_err(PipelineError::Topic)?;
                 let body = serde_json::json!({ "topic": topic, "queued": queued }).to_string();
@@ -524,6 +567,7 @@ impl Pipeline {
         let result = self
             .guarded("topics", chain, &gate, req, body, answer)
             .await;
+        traced(span, &result);
         counted(self.metrics.unnamed(), result)
     }
 
@@ -536,6 +580,7 @@ impl Pipeline {
     ) -> Result<Response, PipelineError> {
         let stages = self.stages.load_full();
         req.agent = "topics".into();
+        let span = self.enter("topics", &mut req);
         let chain = stages.chains.topics().map_err(unserved)?;
         let gate = default_gate();
         let answer = |_req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
@@ -549,6 +594,7 @@ impl Pipeline {
         let result = self
             .guarded("topics", chain, &gate, req, body, answer)
             .await;
+        traced(span, &result);
         counted(self.metrics.unnamed(), result)
     }
 
@@ -599,6 +645,38 @@ impl Pipeline {
             });
         }
         result
+    }
+}
+
+/// The name of the span of a request entering the pipeline.
+const REQUEST_SPAN: &str = "wharf.request";
+
+/// The span of the agent's call, under the request's: the agent sees it
+/// as the request's `traceparent`, and what it reaches through the host
+/// starts under it.
+fn agent_span(req: &mut Request) -> Option<Span> {
+    let span = req.trace.as_ref()?.child(
+        "wharf.agent",
+        Kind::Internal,
+        vec![Attribute::new("wharf.agent", req.agent.to_string())],
+    );
+    span.trace().inject(&mut req.headers);
+    req.trace = Some(span.trace().clone());
+    Some(span)
+}
+
+/// Ends `span` with the status `result` answers.
+fn traced(span: Option<Span>, result: &Result<Response, PipelineError>) {
+    if let Some(span) = span {
+        match result {
+            Ok(resp) => span.status(resp.status.as_u16()),
+            Err(err) => {
+                span.status(err.status());
+                if err.status() >= 500 {
+                    span.fail(err.to_string());
+                }
+            }
+        }
     }
 }
 

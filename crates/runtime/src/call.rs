@@ -481,6 +481,7 @@ impl<E> Live<E> {
         data.request_id = Some(req.id.clone());
         data.may_yield = may_yield;
         data.reach.clone_from(&req.hop.reach);
+        data.set_trace(&req.trace);
         self.arm_deadline();
         // A call from another agent ends when its caller must.
         if let Some(outer) = req.hop.deadline {

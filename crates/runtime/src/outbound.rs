@@ -17,6 +17,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use wharf_config::Outbound;
 use wharf_core::metrics::OutboundCounters;
+use wharf_core::trace::{self, Attribute, Kind, Trace};
 
 use crate::tls::{ClientTls, TlsError};
 
@@ -46,6 +47,10 @@ impl OutboundAccess {
 pub(crate) struct Hooks {
     pub(crate) guest: Arc<str>,
     pub(crate) access: OutboundAccess,
+    /// The span of the call the requests are made in, when the host
+    /// exports traces: each request gets a span under it, and carries it
+    /// as its `traceparent`.
+    pub(crate) trace: Option<Trace>,
 }
 
 type SendResult = Result<(http::Response<WasiBody>, IoFuture), Error>;
@@ -60,12 +65,23 @@ impl WasiHttpHooks for Hooks {
 
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         _options: Option<RequestOptions>,
         _fut: IoFuture,
     ) -> Box<dyn Future<Output = SendResult> + Send> {
         let guest = self.guest.clone();
         let access = self.access.clone();
+        let span = trace::child(self.trace.as_ref(), "wharf.outbound", Kind::Client, || {
+            let uri = request.uri();
+            vec![
+                Attribute::new("http.request.method", request.method().to_string()),
+                Attribute::new("server.address", uri.host().unwrap_or("").to_string()),
+                Attribute::new("url.scheme", uri.scheme_str().unwrap_or("").to_string()),
+            ]
+        });
+        if let Some(span) = &span {
+            span.trace().inject(request.headers_mut());
+        }
         Box::new(async move {
             let count = |pick: fn(&OutboundCounters) -> &Counter| {
                 if let Some(c) = access.counters.get() {
@@ -84,6 +100,12 @@ impl WasiHttpHooks for Hooks {
                     send(request, policy, tls).await
                 }
             };
+            if let Some(span) = span {
+                match &result {
+                    Ok(resp) => span.status(resp.status().as_u16()),
+                    Err(Refusal::Denied(why) | Refusal::Failed(why, _)) => span.fail(why.clone()),
+                }
+            }
             match result {
                 Ok(resp) => {
                     count(|c| &c.allowed);

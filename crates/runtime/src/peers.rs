@@ -39,7 +39,7 @@ impl PeersAsyncHost for GuestState {
         req: OwnedRequest,
     ) -> Result<OwnedResponse, AsyncCallError> {
         let (reach, deadline) = (self.reach.clone(), self.deadline_at);
-        call(reach, deadline, agent, req)
+        call(reach, deadline, self.trace.clone(), agent, req)
             .await
             .map_err(|err| match err {
                 PeerError::Denied(m) => AsyncCallError::Denied(m),
@@ -55,10 +55,11 @@ impl PeersAsyncHost for GuestState {
 }
 
 /// The call, through the host's [`Peers`](wharf_core::request::Peers), with
-/// the caller's path and deadline.
+/// the caller's path, deadline and span.
 async fn call(
     reach: Option<wharf_core::request::Reach>,
     deadline: std::time::Instant,
+    trace: Option<wharf_core::trace::Trace>,
     agent: String,
     req: OwnedRequest,
 ) -> Result<OwnedResponse, PeerError> {
@@ -67,7 +68,8 @@ async fn call(
             "cannot call `{agent}`: this agent's block allows no calls (add `calls \"{agent}\"`)"
         )));
     };
-    let req = neutral_request(req).map_err(|(s, m)| PeerError::Failed(s, m))?;
+    let mut req = neutral_request(req).map_err(|(s, m)| PeerError::Failed(s, m))?;
+    req.trace = trace;
     let resp = reach.peers.call(reach.path, deadline, agent, req).await?;
     Ok(guest_response(resp))
 }
@@ -81,7 +83,7 @@ fn publish(state: &GuestState, topic: &str, payload: Vec<u8>) -> Result<u32, Str
     let from = reach.path.last().map_or("", |a| a);
     let queued = reach
         .peers
-        .publish(from, topic, Bytes::from(payload))
+        .publish(from, topic, Bytes::from(payload), state.trace.as_ref())
         .map_err(|e| e.to_string())?;
     Ok(u32::try_from(queued).unwrap_or(u32::MAX))
 }

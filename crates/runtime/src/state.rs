@@ -53,6 +53,9 @@ pub struct GuestState {
     /// What the current call may reach through the host (other agents,
     /// topics); none when its agent's block allows neither.
     pub(crate) reach: Option<wharf_core::request::Reach>,
+    /// The span the current call's outbound requests and calls start
+    /// under, when the host exports traces.
+    pub(crate) trace: Option<wharf_core::trace::Trace>,
     wasi: Option<WasiCtx>,
     /// `wasi:http` state, for components that use it; built on first use.
     http: Option<(WasiHttpCtx, Hooks)>,
@@ -73,6 +76,7 @@ impl GuestState {
             cancel: None,
             sink: None,
             reach: None,
+            trace: None,
             wasi: None,
             http: None,
             table: ResourceTable::new(),
@@ -113,13 +117,24 @@ impl WasiView for GuestState {
     }
 }
 
+impl GuestState {
+    /// Traces what the current call reaches under `trace`.
+    pub(crate) fn set_trace(&mut self, trace: &Option<wharf_core::trace::Trace>) {
+        self.trace.clone_from(trace);
+        if let Some((_, hooks)) = &mut self.http {
+            hooks.trace.clone_from(trace);
+        }
+    }
+}
+
 impl WasiHttpView for GuestState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        let identity = &self.identity;
+        let (identity, trace) = (&self.identity, &self.trace);
         let (ctx, hooks) = self.http.get_or_insert_with(|| {
             let hooks = Hooks {
                 guest: identity.name.as_str().into(),
                 access: identity.outbound.clone(),
+                trace: trace.clone(),
             };
             (WasiHttpCtx::new(), hooks)
         });

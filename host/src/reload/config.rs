@@ -90,6 +90,7 @@ pub fn keep_fixed(running: &Config, new: &mut Config) -> Vec<&'static str> {
         a2a => "a2a",
         watch => "watch",
         cluster => "cluster",
+        telemetry => "telemetry",
     }
     kept
 }

@@ -100,7 +100,7 @@ pub(crate) fn cluster_kdl(
 }
 
 /// An in-process node serving copies of `agents`.
-async fn node(
+pub(crate) async fn node(
     nats: &Nats,
     name: &str,
     agents: &[&str],

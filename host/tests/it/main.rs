@@ -33,6 +33,7 @@ mod runtime;
 mod scaffold;
 mod security;
 mod streaming;
+mod telemetry;
 mod tls;
 mod topics;
 mod waf;

@@ -332,8 +332,8 @@ async fn drain(body: &mut hyper::body::Incoming) -> Result<(), String> {
 }
 
 /// A local upstream: `/small` answers a short text, `/big` 4 KiB, `/stall`
-/// never answers.
-async fn upstream() -> SocketAddr {
+/// never answers, `/traceparent` the request's `traceparent` header.
+pub(crate) async fn upstream() -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -345,6 +345,10 @@ async fn upstream() -> SocketAddr {
                 |req: http::Request<hyper::body::Incoming>| async move {
                     let body = match req.uri().path() {
                         "/big" => Bytes::from(vec![b'b'; 4096]),
+                        "/traceparent" => match req.headers().get("traceparent") {
+                            Some(v) => Bytes::copy_from_slice(v.as_bytes()),
+                            None => Bytes::from_static(b"none"),
+                        },
                         "/stall" => {
                             tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
                             Bytes::new()

@@ -22,6 +22,7 @@ use crate::topics::{Deliver, Event, Watch, sse_frame};
 use crate::{Pipeline, PipelineError};
 use wharf_core::metrics::{Metrics, counter, histogram};
 use wharf_core::request::{Body, Hop, PeerError, Peers, PublishError, Request, Response};
+use wharf_core::trace::{self, Attribute, Kind, Trace};
 
 type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -122,6 +123,21 @@ impl Link {
                     if let Ok(topic) = HeaderValue::from_bytes(event.topic.as_bytes()) {
                         req.headers.insert("x-wharf-topic", topic);
                     }
+                    let span = trace::child(
+                        event.trace.as_ref(),
+                        "wharf.deliver",
+                        Kind::Consumer,
+                        || {
+                            vec![
+                                Attribute::new(
+                                    "messaging.destination.name",
+                                    event.topic.to_string(),
+                                ),
+                                Attribute::new("wharf.subscriber", name.to_string()),
+                            ]
+                        },
+                    );
+                    req.trace = span.as_ref().map(|s| s.trace().clone());
                     let body = Body::Ready(event.payload.clone());
                     let ok = match pipeline.handle(&name, req, body).await {
                         Ok(resp) => {
@@ -133,6 +149,7 @@ impl Link {
                             false
                         }
                     };
+                    drop(span);
                     if ok {
                         counts.delivered.increment(1);
                         counts
@@ -167,6 +184,13 @@ impl Peers for Link {
                 edge.refused.increment(1);
                 return Err(err);
             }
+            let span = trace::child(req.trace.as_ref(), "wharf.call", Kind::Client, || {
+                vec![
+                    Attribute::new("wharf.caller", caller.to_string()),
+                    Attribute::new("wharf.callee", callee.clone()),
+                ]
+            });
+            req.trace = span.as_ref().map(|s| s.trace().clone());
             let start = Instant::now();
             req.hop = Hop {
                 path: Some(path),
@@ -192,11 +216,23 @@ impl Peers for Link {
                 Ok(_) => edge.ok.increment(1),
                 Err(_) => edge.failed.increment(1),
             }
+            if let Some(span) = span {
+                match &result {
+                    Ok(resp) => span.status(resp.status.as_u16()),
+                    Err(err) => span.fail(err.to_string()),
+                }
+            }
             result
         })
     }
 
-    fn publish(&self, from: &str, topic: &str, payload: Bytes) -> Result<usize, PublishError> {
+    fn publish(
+        &self,
+        from: &str,
+        topic: &str,
+        payload: Bytes,
+        trace: Option<&Trace>,
+    ) -> Result<usize, PublishError> {
         let pipeline = self.pipeline.upgrade().ok_or(PublishError::ShuttingDown)?;
         let route = pipeline
             .lookup(from)
@@ -217,7 +253,7 @@ impl Peers for Link {
         }
         pipeline
             .bus()
-            .publish(topic, payload)
+            .publish(topic, payload, trace)
             .map_err(|e| PublishError::Refused(e.to_string()))
     }
 }

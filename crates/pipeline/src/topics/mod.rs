@@ -98,8 +98,13 @@ impl Bus {
     }
 
     /// Queues `payload` for every subscription `topic` matches; how many
-    /// queued it.
-    pub fn publish(&self, topic: &str, payload: Bytes) -> Result<usize, BusError> {
+    /// queued it. Its deliveries are traced under `trace`.
+    pub fn publish(
+        &self,
+        topic: &str,
+        payload: Bytes,
+        trace: Option<&wharf_core::trace::Trace>,
+    ) -> Result<usize, BusError> {
         check_topic(topic)?;
         let max = self.max_payload();
         if payload.len() > max {
@@ -112,6 +117,7 @@ impl Bus {
             topic: topic.into(),
             payload,
             published: Instant::now(),
+            trace: trace.cloned(),
         });
         let mut matched = Vec::new();
         self.index
@@ -295,7 +301,7 @@ mod tests {
         };
         bus.sync(vec![("a".into(), sub("x.>", 8))], &deliver);
         for n in 0..3u8 {
-            assert_eq!(bus.publish("x.y", Bytes::from(vec![n])).unwrap(), 1);
+            assert_eq!(bus.publish("x.y", Bytes::from(vec![n]), None).unwrap(), 1);
         }
         // Same subscription, one more agent: the queue and its task stay.
         bus.sync(
@@ -311,14 +317,17 @@ mod tests {
         assert_eq!(got, [0, 1, 2]);
         bus.sync(vec![], &deliver);
         assert!(bus.is_empty());
-        assert_eq!(bus.publish("x.y", Bytes::new()).unwrap(), 0);
+        assert_eq!(bus.publish("x.y", Bytes::new(), None).unwrap(), 0);
     }
 
     #[tokio::test]
     async fn a_watch_ends_its_subscription_when_dropped() {
         let bus = Arc::new(Bus::new(Metrics::new()));
         let watch = bus.watch("a.*", 4, usize::MAX).unwrap();
-        assert_eq!(bus.publish("a.b", Bytes::from_static(b"hi")).unwrap(), 1);
+        assert_eq!(
+            bus.publish("a.b", Bytes::from_static(b"hi"), None).unwrap(),
+            1
+        );
         let event = watch.next().await.unwrap();
         let frame = String::from_utf8(sse_frame(&event).to_vec()).unwrap();
         let data = frame
@@ -330,6 +339,6 @@ mod tests {
         drop(watch);
         assert!(bus.is_empty());
         assert!(bus.watch("a.>.b", 4, usize::MAX).is_err());
-        assert!(bus.publish("a.*", Bytes::new()).is_err());
+        assert!(bus.publish("a.*", Bytes::new(), None).is_err());
     }
 }

@@ -24,6 +24,9 @@ pub struct Event {
     pub payload: Bytes,
     /// When it was published.
     pub published: Instant,
+    /// The span that published it, when the host exports traces: its
+    /// deliveries are traced under it.
+    pub trace: Option<wharf_core::trace::Trace>,
 }
 
 /// What a subscriber's queue counts.
@@ -170,6 +173,7 @@ mod tests {
             topic: "t".into(),
             payload: Bytes::from(vec![n]),
             published: Instant::now(),
+            trace: None,
         })
     }
 
@@ -204,6 +208,7 @@ mod tests {
                 topic: "t".into(),
                 payload: Bytes::from(vec![n; len]),
                 published: Instant::now(),
+                trace: None,
             })
         };
         let q = Queue::new(1024, 10, Overflow::DropOldest, counters());
