@@ -122,4 +122,29 @@ build_go scribe a2a-agent
 build_c scribe a2a-agent
 build_http_py http_echo
 build_http_js http_echo
+
+# A WASIp3 component: the `wasip3` crate's own `http-proxy` example,
+# unmodified, at the version pinned here, built from its crates.io source
+# into the Rust directory as wasip3_http_proxy.wasm (Wharf refuses it by
+# name: docs/wasi-http.md).
+build_wasip3_example() {
+    local version="0.10.0+wasi-0.3.2" dir="$root/target/guests/upstream"
+    local built="$root/target/guests/wasm32-wasip2/release/wasip3_http_proxy.wasm"
+    [ -f "$built" ] && return 0
+    mkdir -p "$dir/fetch/src"
+    printf '[package]\nname = "fetch-wasip3"\nversion = "0.0.0"\nedition = "2024"\npublish = false\n\n[dependencies]\nwasip3 = "=%s"\n\n[workspace]\n' \
+        "$version" > "$dir/fetch/Cargo.toml"
+    : > "$dir/fetch/src/lib.rs"
+    local source
+    source="$(cargo metadata --quiet --format-version 1 --manifest-path "$dir/fetch/Cargo.toml" |
+        python3 -c 'import json, sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "wasip3"))')"
+    # A copy (cargo may write the lock file beside the manifest), its own
+    # workspace rather than a stray member of Wharf's.
+    rm -rf "$dir/wasip3" && cp -r "$(dirname "$source")" "$dir/wasip3"
+    printf '\n[workspace]\n' >> "$dir/wasip3/Cargo.toml"
+    cargo build --quiet --release --target wasm32-wasip2 --example http-proxy \
+        --manifest-path "$dir/wasip3/Cargo.toml" --target-dir "$dir/build"
+    cp "$dir/build/wasm32-wasip2/release/examples/http_proxy.wasm" "$built"
+}
+build_wasip3_example
 echo "$root/target/guests/wasm32-wasip2/release"

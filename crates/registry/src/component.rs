@@ -37,29 +37,61 @@ pub fn world_of_file(path: &std::path::Path, max: u64) -> wharf_config::check::F
     }
 }
 
+/// The names a component imports and exports at its top level, read
+/// without compiling it; none when it cannot be parsed.
+pub(crate) fn top_level_items(bytes: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
+    let (mut imports, mut exports) = (Vec::new(), Vec::new());
+    let mut depth = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload.ok()? {
+            wasmparser::Payload::Version { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
+            wasmparser::Payload::ComponentImportSection(reader) if depth == 1 => {
+                imports.extend(
+                    reader
+                        .into_iter()
+                        .flatten()
+                        .map(|i| i.name.name.to_string()),
+                );
+            }
+            wasmparser::Payload::ComponentExportSection(reader) if depth == 1 => {
+                exports.extend(
+                    reader
+                        .into_iter()
+                        .flatten()
+                        .map(|e| e.name.name.to_string()),
+                );
+            }
+            _ => {}
+        }
+    }
+    Some((imports, exports))
+}
+
+/// Why a WASIp3 component is not served, naming what it exports (or
+/// imports) of WASI 0.3; none for any other component.
+pub fn wasip3_refusal(bytes: &[u8]) -> Option<String> {
+    let (imports, exports) = top_level_items(bytes)?;
+    let p3 = |name: &&String| name.starts_with("wasi:") && name.contains("@0.3");
+    let (how, name) = match exports.iter().find(p3) {
+        Some(name) => ("exports", name),
+        None => ("imports", imports.iter().find(p3)?),
+    };
+    Some(format!(
+        "a WASIp3 component (it {how} `{name}`): Wharf serves WASIp2 components \
+         (wasi:http/incoming-handler@0.2.x) and its own agent, A2A and filter worlds, not WASIp3 yet"
+    ))
+}
+
 /// The world a component's exports say it fits, read from its export
 /// section alone (no compiling): what `wharf check` knows of a file. The
 /// loader still checks every import and type when it serves it.
 pub fn world_of(bytes: &[u8]) -> Result<wharf_config::check::Found, NotAComponent> {
     use wharf_config::check::Found;
     check_component(bytes)?;
-    let mut exports = Vec::new();
-    let mut depth = 0usize;
-    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
-        let Ok(payload) = payload else {
-            return Ok(Found::Unusable("it is not a valid component".into()));
-        };
-        match payload {
-            wasmparser::Payload::Version { .. } => depth += 1,
-            wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
-            wasmparser::Payload::ComponentExportSection(reader) if depth == 1 => {
-                for export in reader.into_iter().flatten() {
-                    exports.push(export.name.name.to_string());
-                }
-            }
-            _ => {}
-        }
-    }
+    let Some((_, exports)) = top_level_items(bytes) else {
+        return Ok(Found::Unusable("it is not a valid component".into()));
+    };
     let has = |prefix: &str| exports.iter().any(|e| e.starts_with(prefix));
     let is = |name: &str| exports.iter().any(|e| e == name);
     Ok(if has("wharf:plugin/a2a-handler") {
@@ -70,10 +102,8 @@ pub fn world_of(bytes: &[u8]) -> Result<wharf_config::check::Found, NotAComponen
         Found::Filter
     } else if has("wasi:http/incoming-handler") {
         Found::WasiHttp
-    } else if has("wasi:http/handler@0.3") || is("wasi:http/handler") {
-        Found::Unusable(
-            "a WASIp3 component (wasi:http/handler@0.3), which Wharf does not serve yet".into(),
-        )
+    } else if let Some(why) = wasip3_refusal(bytes) {
+        Found::Unusable(why)
     } else {
         Found::Unusable(format!(
             "its exports ({}) fit no world Wharf serves",

@@ -106,10 +106,15 @@ pub(super) fn load_one(
     // Before compiling: a compiled artifact is found in the cache by the
     // digest of a source that passed these checks, never trusted on its own.
     let signed_by = crate::trust::check(&config.trust, &bytes).map_err(|e| e.to_string())?;
+    // A WASIp3 component fails to compile (or to fit a world) for
+    // reasons that do not say what it is: it is told by name.
+    let refused = |why: String| super::component::wasip3_refusal(&bytes).unwrap_or(why);
     let (component, outcome) = runtime
         .compile_hashed(&bytes, &sha256)
-        .map_err(|e| format!("failed to compile: {e}"))?;
-    let prepared = runtime.prepare(&component).map_err(|e| e.to_string())?;
+        .map_err(|e| refused(format!("failed to compile: {e}")))?;
+    let prepared = runtime
+        .prepare(&component)
+        .map_err(|e| refused(e.to_string()))?;
     let loaded_at = std::time::SystemTime::now();
     let mut origin = Origin {
         name: name.to_string(),

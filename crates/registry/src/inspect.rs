@@ -113,7 +113,28 @@ pub fn inspect_with_keys(
         ..EngineSettings::default()
     };
     let runtime = Runtime::new(&settings)?;
-    let (component, _) = runtime.compile(&bytes)?;
+    let report = |world, fits, imports, exports| Report {
+        path: path.display().to_string(),
+        size: bytes.len() as u64,
+        digest: digest(&bytes),
+        world,
+        fits,
+        imports,
+        exports,
+        signature: Signature::of(&bytes, keys),
+    };
+    let component = match runtime.compile(&bytes) {
+        Ok((component, _)) => component,
+        // It cannot compile here, but what it is can be told.
+        Err(err) => match crate::component::wasip3_refusal(&bytes) {
+            Some(why) => {
+                let (imports, exports) =
+                    crate::component::top_level_items(&bytes).unwrap_or_default();
+                return Ok(report(None, why, imports, exports));
+            }
+            None => return Err(err.into()),
+        },
+    };
     let (imports, exports) = component_items(runtime.engine(), &component);
     let (world, fits) = match runtime.prepare(&component) {
         Ok(Prepared::Agent(_))
@@ -134,16 +155,7 @@ pub fn inspect_with_keys(
         ),
         Err(reason) => (None, reason.to_string()),
     };
-    Ok(Report {
-        path: path.display().to_string(),
-        size: bytes.len() as u64,
-        digest: digest(&bytes),
-        world,
-        fits,
-        imports,
-        exports,
-        signature: Signature::of(&bytes, keys),
-    })
+    Ok(report(world, fits, imports, exports))
 }
 
 impl Report {
