@@ -32,7 +32,8 @@ pub struct Tracing {
 impl Tracing {
     /// The tracer for `settings`. Call it inside the server's runtime:
     /// exports run as its tasks. The receiver is reached lazily, so one
-    /// that is down loses spans (counted in the log), not the start.
+    /// that is down loses spans (each failed export, and the first span
+    /// dropped, are logged), not the start.
     pub fn start(settings: &Telemetry) -> Result<Tracing, TelemetryError> {
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()

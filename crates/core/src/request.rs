@@ -376,8 +376,9 @@ impl Request {
     }
 
     /// The span a request runs in, whichever transport it came in on: its
-    /// id, agent and method; its binding (A2A), instance and affinity are
-    /// recorded as they become known (by the first attempt: a retry logs
+    /// id, agent and method; its binding (A2A), instance, affinity and
+    /// OpenTelemetry trace id (when traces are exported) are recorded as
+    /// they become known (by the first attempt: a retry logs
     /// its own instance).
     pub fn span(&self, agent: &str) -> tracing::Span {
         tracing::info_span!(
@@ -388,6 +389,7 @@ impl Request {
             binding = tracing::field::Empty,
             instance = tracing::field::Empty,
             affinity = tracing::field::Empty,
+            trace_id = tracing::field::Empty,
         )
     }
 }

@@ -75,6 +75,11 @@ impl Trace {
         TraceContextPropagator::new().inject_context(&self.cx, &mut HeadersMut(headers));
     }
 
+    /// The trace id, lowercase hex.
+    pub fn trace_id(&self) -> String {
+        self.cx.span().span_context().trace_id().to_string()
+    }
+
     /// The trace and span ids as a `traceparent` would carry them
     /// (`TRACE-SPAN`, lowercase hex), for logs.
     pub fn ids(&self) -> String {

@@ -287,6 +287,8 @@ impl Pipeline {
             Some(outer) => outer.child(REQUEST_SPAN, Kind::Server, attributes),
             None => Trace::enter(tracer, REQUEST_SPAN, &req.headers, attributes),
         };
+        // The log lines of the request name its trace.
+        tracing::Span::current().record("trace_id", span.trace().trace_id());
         req.trace = Some(span.trace().clone());
         Some(span)
     }
@@ -418,12 +420,11 @@ impl Pipeline {
     pub async fn handle_with(
         &self,
         agent: &str,
-        req: Request,
+        mut req: Request,
         body: Body,
         terminal: &dyn Terminal,
     ) -> Result<Response, PipelineError> {
         let stages = self.stages.load_full();
-        let mut req = req;
         let span = self.enter(agent, &mut req);
         let result = self.run_with(&stages, agent, req, body, terminal).await;
         traced(span, &result);
