@@ -43,23 +43,29 @@ impl Trace {
         attributes: Vec<KeyValue>,
     ) -> Span {
         let parent = TraceContextPropagator::new().extract(&Headers(headers));
-        Trace {
+        let builder = SpanBuilder::from_name(name)
+            .with_kind(SpanKind::Server)
+            .with_attributes(attributes);
+        let span = tracer.build_with_context(builder, &parent);
+        Span(Trace {
             tracer: tracer.clone(),
-            cx: parent,
-        }
-        .child(name, SpanKind::Server, attributes)
+            cx: parent.with_span(span),
+        })
     }
 
-    /// A span under this one, started now.
+    /// A span under this one, started now. Its attributes are made only
+    /// when it is kept: under a span that was not sampled, it is not
+    /// either.
     pub fn child(
         &self,
         name: impl Into<Cow<'static, str>>,
         kind: SpanKind,
-        attributes: Vec<KeyValue>,
+        attributes: impl FnOnce() -> Vec<KeyValue>,
     ) -> Span {
-        let builder = SpanBuilder::from_name(name)
-            .with_kind(kind)
-            .with_attributes(attributes);
+        let mut builder = SpanBuilder::from_name(name).with_kind(kind);
+        if self.cx.span().span_context().is_sampled() {
+            builder = builder.with_attributes(attributes());
+        }
         let span = self.tracer.build_with_context(builder, &self.cx);
         Span(Trace {
             tracer: self.tracer.clone(),
@@ -147,7 +153,7 @@ pub fn child(
     kind: SpanKind,
     attributes: impl FnOnce() -> Vec<KeyValue>,
 ) -> Option<Span> {
-    trace.map(|t| t.child(name, kind, attributes()))
+    trace.map(|t| t.child(name, kind, attributes))
 }
 
 struct Headers<'a>(&'a HeaderMap);
@@ -212,5 +218,27 @@ mod tests {
             let span = Trace::enter(&tracer, "t", &headers, Vec::new());
             assert!(!span.trace().ids().starts_with("0af7651916cd43dd"), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_span_not_kept_makes_no_attributes_and_still_propagates() {
+        let tracer = SdkTracerProvider::builder()
+            .with_sampler(opentelemetry_sdk::trace::Sampler::AlwaysOff)
+            .build()
+            .tracer("test");
+        let root = Trace::enter(&tracer, "t", &HeaderMap::new(), Vec::new());
+        let made = std::cell::Cell::new(false);
+        let child = root.trace().child("c", SpanKind::Internal, || {
+            made.set(true);
+            Vec::new()
+        });
+        assert!(!made.get(), "attributes were made for a span not kept");
+        let mut out = HeaderMap::new();
+        child.trace().inject(&mut out);
+        let sent = out["traceparent"].to_str().unwrap();
+        assert!(
+            sent.ends_with("-00") && sent.contains(&root.trace().trace_id()),
+            "{sent}"
+        );
     }
 }

@@ -278,14 +278,16 @@ impl Pipeline {
     /// request carries it from now on.
     fn enter(&self, name: &str, req: &mut Request) -> Option<Span> {
         let tracer = self.tracer.get()?;
-        let attributes = vec![
-            Attribute::new("wharf.agent", name.to_string()),
-            Attribute::new("http.request.method", req.method.to_string()),
-            Attribute::new("wharf.request.id", req.id.to_string()),
-        ];
+        let attributes = || {
+            vec![
+                Attribute::new("wharf.agent", name.to_string()),
+                Attribute::new("http.request.method", req.method.to_string()),
+                Attribute::new("wharf.request.id", req.id.to_string()),
+            ]
+        };
         let span = match &req.trace {
             Some(outer) => outer.child(REQUEST_SPAN, Kind::Server, attributes),
-            None => Trace::enter(tracer, REQUEST_SPAN, &req.headers, attributes),
+            None => Trace::enter(tracer, REQUEST_SPAN, &req.headers, attributes()),
         };
         // The log lines of the request name its trace.
         tracing::Span::current().record("trace_id", span.trace().trace_id());
@@ -656,11 +658,12 @@ const REQUEST_SPAN: &str = "wharf.request";
 /// as the request's `traceparent`, and what it reaches through the host
 /// starts under it.
 fn agent_span(req: &mut Request) -> Option<Span> {
-    let span = req.trace.as_ref()?.child(
-        "wharf.agent",
-        Kind::Internal,
-        vec![Attribute::new("wharf.agent", req.agent.to_string())],
-    );
+    let span = req
+        .trace
+        .as_ref()?
+        .child("wharf.agent", Kind::Internal, || {
+            vec![Attribute::new("wharf.agent", req.agent.to_string())]
+        });
     span.trace().inject(&mut req.headers);
     req.trace = Some(span.trace().clone());
     Some(span)

@@ -151,7 +151,7 @@ fn traced_site(
     receiver: SocketAddr,
     upstream: SocketAddr,
     sampling: &str,
-) -> wharf::config::Config {
+) -> (wharf::config::Config, tempfile::TempDir) {
     let dir = agents_dir(&["mirror", "probe", "scribe"]);
     copy_guest(dir.path(), "relay", "front");
     copy_guest(dir.path(), "relay", "ear");
@@ -175,16 +175,15 @@ fn traced_site(
         "#,
         upstream.port()
     );
-    let config = config(dir.path(), &kdl);
-    std::mem::forget(dir);
-    config
+    (config(dir.path(), &kdl), dir)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn one_request_through_a_filter_and_two_agents_is_one_trace_under_the_clients_span() {
     let (receiver, at) = Receiver::start().await;
     let upstream = crate::wasi_http::upstream().await;
-    let server = Server::start(traced_site(at, upstream, "1")).await;
+    let (site, _dir) = traced_site(at, upstream, "1");
+    let server = Server::start(site).await;
     let traceparent = format!("00-{TRACE}-{CLIENT_SPAN}-01");
 
     let reply = send(
@@ -355,7 +354,8 @@ async fn one_request_through_a_filter_and_two_agents_is_one_trace_under_the_clie
 async fn sampling_zero_exports_nothing_and_still_tells_guests_the_trace() {
     let (receiver, at) = Receiver::start().await;
     let upstream = crate::wasi_http::upstream().await;
-    let server = Server::start(traced_site(at, upstream, "0")).await;
+    let (site, _dir) = traced_site(at, upstream, "0");
+    let server = Server::start(site).await;
     for _ in 0..5 {
         let reply = post(&server.url("/agents/front/call/mirror/x"), "hi").await;
         assert_eq!(reply.status, 200, "{}", reply.text());
@@ -397,7 +397,8 @@ async fn a_receiver_that_is_down_loses_spans_not_requests() {
         l.local_addr().unwrap()
     };
     let upstream = crate::wasi_http::upstream().await;
-    let server = Server::start(traced_site(closed, upstream, "1")).await;
+    let (site, _dir) = traced_site(closed, upstream, "1");
+    let server = Server::start(site).await;
     for _ in 0..20 {
         let reply = post(&server.url("/agents/front/call/mirror/x"), "hi").await;
         assert_eq!(reply.status, 200, "{}", reply.text());
