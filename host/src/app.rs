@@ -224,6 +224,15 @@ impl App {
             config.server.streams_per_client,
         );
         let pipeline = Pipeline::new(snapshot, metrics.clone(), audit, streams);
+        if let Some(settings) = &config.cluster {
+            let cluster = crate::cluster::Cluster::connect(settings.clone(), metrics).await?;
+            tracing::info!(node = %settings.node, nats = %settings.nats, "joining the cluster");
+            let cluster = Arc::new(cluster);
+            a2a.join(cluster.clone());
+            pipeline.join(cluster);
+        }
+        // Last of what can fail: a start that fails leaves no exporter to
+        // flush.
         let tracing = match &config.telemetry {
             Some(settings) => {
                 let tracing = crate::telemetry::Tracing::start(settings)?;
@@ -233,13 +242,6 @@ impl App {
             }
             None => None,
         };
-        if let Some(settings) = &config.cluster {
-            let cluster = crate::cluster::Cluster::connect(settings.clone(), metrics).await?;
-            tracing::info!(node = %settings.node, nats = %settings.nats, "joining the cluster");
-            let cluster = Arc::new(cluster);
-            a2a.join(cluster.clone());
-            pipeline.join(cluster);
-        }
         let a2a_default = config.a2a.default_agent.clone();
         if let Some(name) = &a2a_default
             && !pipeline

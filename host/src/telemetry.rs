@@ -23,9 +23,10 @@ pub struct TelemetryError {
     source: opentelemetry_otlp::ExporterBuildError,
 }
 
-/// The exporting tracer; flushed by [`Tracing::shutdown`].
+/// The exporting tracer; flushed by [`Tracing::shutdown`], or in the
+/// background when dropped.
 pub struct Tracing {
-    provider: SdkTracerProvider,
+    provider: Option<SdkTracerProvider>,
     tracer: SdkTracer,
 }
 
@@ -60,7 +61,10 @@ impl Tracing {
             .with_version(crate::VERSION)
             .build();
         let tracer = provider.tracer_with_scope(scope);
-        Ok(Tracing { provider, tracer })
+        Ok(Tracing {
+            provider: Some(provider),
+            tracer,
+        })
     }
 
     /// The tracer every stage starts its spans with.
@@ -71,11 +75,26 @@ impl Tracing {
     /// Sends the spans still waiting and stops exporting. The SDK waits
     /// for its export on a blocking thread, so the runtime stays free to
     /// run it.
-    pub async fn shutdown(self) {
-        let provider = self.provider;
+    pub async fn shutdown(mut self) {
+        let Some(provider) = self.provider.take() else {
+            return;
+        };
         let done = tokio::task::spawn_blocking(move || provider.shutdown()).await;
         if let Ok(Err(err)) = done {
             tracing::warn!(error = %err, "the last traces were not all sent");
+        }
+    }
+}
+
+impl Drop for Tracing {
+    /// Dropped without [`Tracing::shutdown`] (a server that never
+    /// served): the SDK's own shutdown blocks until the runtime runs its
+    /// export, so it runs on a blocking thread, never on a runtime worker.
+    fn drop(&mut self) {
+        if let Some(provider) = self.provider.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn_blocking(move || provider.shutdown());
         }
     }
 }

@@ -510,3 +510,35 @@ async fn a_request_forwarded_to_another_node_continues_its_trace_there() {
         format!("00-{TRACE}-{}-01", hex::encode(&agent.span.span_id))
     );
 }
+
+/// A server started and dropped without serving (a test, a start that
+/// failed later) stops its exporter without blocking the runtime it is
+/// dropped on: on a single-threaded runtime, blocking would hang it.
+#[test]
+fn a_server_dropped_without_serving_does_not_block_its_runtime() {
+    let dir = agents_dir(&["echo"]);
+    let tasks = tempfile::tempdir().unwrap();
+    let mut site = config(
+        dir.path(),
+        r#"telemetry { endpoint "http://127.0.0.1:4317"; }"#,
+    );
+    site.tasks.path = Some(tasks.path().join("tasks.db"));
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let app = wharf::app::App::start(site, test_engine())
+                .await
+                .expect("starts");
+            drop(app);
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        });
+        let _ = done.send(());
+    });
+    finished
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the runtime went on after the server was dropped");
+}
