@@ -352,7 +352,9 @@ fn topic_delivery(c: &mut Criterion) {
             let mut took = Vec::with_capacity(iters as usize);
             for _ in 0..iters {
                 let started = Instant::now();
-                p.bus().publish(publish_to, payload.clone(), None).unwrap();
+                p.bus()
+                    .publish(publish_to, payload.clone(), 0, None)
+                    .unwrap();
                 black_box(watcher.next().await.unwrap());
                 took.push(started.elapsed());
             }

@@ -72,7 +72,7 @@ fn fan_out(c: &mut Criterion) {
     g.bench_function("publish_1000", |b| {
         b.iter(|| {
             black_box(
-                bus.publish("orders.created", payload.clone(), None)
+                bus.publish("orders.created", payload.clone(), 0, None)
                     .unwrap(),
             )
         })

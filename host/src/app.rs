@@ -192,6 +192,7 @@ impl App {
             None => None,
         };
         let audit = AuditLog::open(&config.audit).map_err(StartError::Audit)?;
+        crate::reload::warn_topic_loops(&config);
         let metrics = Metrics::new();
         metrics.build_info(crate::VERSION, crate::COMMIT);
         let a2a = open_tasks(&config, &metrics).await?;

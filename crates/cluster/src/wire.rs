@@ -68,6 +68,10 @@ pub struct Forwarded<'a> {
     /// Sent to one node for a session pinned there: answered there, never
     /// forwarded again.
     pub direct: bool,
+    /// How many events led to it one after the other (`Hop::relayed`);
+    /// absent from a node that predates it, read as 0.
+    #[serde(default)]
+    pub relayed: u32,
 }
 
 /// Another node's answer.
@@ -152,6 +156,7 @@ pub fn encode_request(agent: &str, req: &Request, from: &str, direct: bool) -> V
             .collect(),
         from: from.to_string(),
         direct,
+        relayed: req.hop.relayed,
     };
     rmp_serde::to_vec_named(&forwarded).expect("a request always encodes")
 }
@@ -176,6 +181,7 @@ pub fn decode_request(payload: &[u8]) -> Result<(String, Request), WireError> {
     }
     req.hop.from_node = Some(f.from.into());
     req.hop.pinned_here = f.direct;
+    req.hop.relayed = f.relayed;
     Ok((f.agent, req))
 }
 
@@ -285,6 +291,7 @@ mod tests {
         let mut req = Request::new(Method::PUT, "/a/b");
         (req.query, req.headers, req.body) = ("q=1".into(), headers, body);
         req.affinity = Some("alice".into());
+        req.hop.relayed = 3;
         let wire = encode_request("echo.v2", &req, "n1", true);
         // The body travels as a MessagePack bin 8 (0xc4) of its own length.
         let at = wire.windows(5).position(|w| w == b"\x00\xffraw").unwrap();
@@ -297,6 +304,10 @@ mod tests {
         assert_eq!(&back.body[..], b"\x00\xffraw");
         assert_eq!(back.affinity.as_deref(), Some("alice"));
         assert_eq!(back.hop.from_node.as_deref(), Some("n1"));
+        assert_eq!(
+            back.hop.relayed, 3,
+            "a delivered event's republishes cross too"
+        );
         assert_eq!(agent_subject("echo.v2"), "wharf.agent.echo=v2");
     }
 

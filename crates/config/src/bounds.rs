@@ -37,6 +37,7 @@ const COUNTS: &[(&str, u64, u64)] = &[
     ("max-tasks", 1, 1_000_000_000),
     ("max-open-per-owner", 1, 1_000_000_000),
     ("call-depth", 1, 64),
+    ("max-hops", 1, 64),
 ];
 
 /// Sizes in bytes, by node name. Linear memory is 32-bit: 4 GiB at most.

@@ -21,6 +21,7 @@ mod outbound;
 mod parse;
 mod policy;
 mod push;
+pub mod republish;
 mod setting;
 mod tasks;
 mod telemetry;
@@ -205,18 +206,28 @@ impl Default for Server {
     }
 }
 
-/// `topics { max-payload "1MiB" }`: the largest message a client or an
-/// agent may publish.
+/// `topics { max-payload "1MiB"; max-hops 8 }`: the largest message a
+/// client or an agent may publish, and how many republishes in a row an
+/// event may go through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Topics {
     /// Largest payload a topic accepts, in bytes.
     pub max_payload: usize,
+    /// The most republishes in a row an event may go through (an agent
+    /// publishing while it serves a delivered event, or a call that
+    /// delivery made): one more is refused, which ends a loop of agents
+    /// republishing each other's events.
+    pub max_hops: usize,
 }
+
+/// `topics { max-hops }` when not set.
+pub const DEFAULT_MAX_HOPS: usize = 8;
 
 impl Default for Topics {
     fn default() -> Self {
         Topics {
             max_payload: 1 << 20,
+            max_hops: DEFAULT_MAX_HOPS,
         }
     }
 }

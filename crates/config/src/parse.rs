@@ -198,7 +198,8 @@ impl Walker {
                             "max-payload" => {
                                 set(&mut config.topics.max_payload, self.usize_size(child))
                             }
-                            _ => self.unknown(child, "in `topics`", &["max-payload"]),
+                            "max-hops" => set(&mut config.topics.max_hops, self.count(child)),
+                            _ => self.unknown(child, "in `topics`", &["max-payload", "max-hops"]),
                         }
                     }
                 }

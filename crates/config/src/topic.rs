@@ -107,6 +107,22 @@ pub fn matches(pattern: &str, topic: &str) -> bool {
     tokens.next().is_none()
 }
 
+/// Whether some topic matches both patterns (both already checked): what
+/// an agent may publish under `a` can reach a subscription to `b`.
+pub fn overlap(a: &str, b: &str) -> bool {
+    let (mut a, mut b) = (a.split('.'), b.split('.'));
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return true,
+            // `>` stands for one token or more: the other side has one here
+            // and may take any tokens after it.
+            (Some(">"), Some(_)) | (Some(_), Some(">")) => return true,
+            (Some(x), Some(y)) if x == y || x == "*" || y == "*" => {}
+            _ => return false,
+        }
+    }
+}
+
 /// Checks a topic a message is published to: a pattern's rules, and no
 /// wildcards.
 pub fn check_topic(topic: &str) -> Result<(), TopicError> {
@@ -168,5 +184,52 @@ mod tests {
                 .contains("wildcard")
         );
         assert!(check_topic("orders.created").is_ok());
+    }
+
+    #[test]
+    fn patterns_overlap_when_one_topic_matches_both() {
+        for (a, b, both) in [
+            ("orders.>", "orders.>", true),
+            ("orders.>", "orders.created", true),
+            ("orders.>", "orders", false),
+            ("orders.*", "orders.created.eu", false),
+            ("orders.*", "*.created", true),
+            ("*.*", "orders.>", true),
+            ("*", "orders.>", false),
+            ("audit.>", "orders.>", false),
+            (">", "a.b.c", true),
+            ("a.*.c", "a.b.*", true),
+            ("a.*.c", "a.b.d", false),
+            ("a.b", "a.b", true),
+            ("a.b", "a.b.c", false),
+        ] {
+            assert_eq!(overlap(a, b), both, "{a} and {b}");
+            assert_eq!(overlap(b, a), both, "{b} and {a}");
+            // A witness: when they overlap, the topic built from both
+            // matches both.
+            if both {
+                let witness = witness(a, b);
+                assert!(matches(a, &witness) && matches(b, &witness), "{witness}");
+            }
+        }
+    }
+
+    /// A topic both overlapping patterns match: each token the concrete
+    /// one of the two, `x` for a wildcard.
+    fn witness(a: &str, b: &str) -> String {
+        let (a, b): (Vec<&str>, Vec<&str>) = (a.split('.').collect(), b.split('.').collect());
+        let mut out = Vec::new();
+        for i in 0..a.len().max(b.len()) {
+            let pick = match (a.get(i), b.get(i)) {
+                (Some(&">"), Some(&t)) | (Some(&t), Some(&">")) if t != "*" && t != ">" => t,
+                (Some(&">"), None) | (None, Some(&">")) => break,
+                (Some(&">"), _) | (_, Some(&">")) => "x",
+                (Some(&"*"), Some(&t)) | (Some(&t), Some(&"*")) if t != "*" => t,
+                (Some(&t), _) | (None, Some(&t)) if t != "*" => t,
+                _ => "x",
+            };
+            out.push(pick);
+        }
+        out.join(".")
     }
 }

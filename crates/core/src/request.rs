@@ -71,6 +71,11 @@ pub struct Hop {
     pub from_node: Option<Arc<str>>,
     /// Sent to this node alone, for a session pinned on it.
     pub pinned_here: bool,
+    /// How many events led to this request one after the other: 0 from a
+    /// transport; for a delivered event, one more than the republishes
+    /// behind it. Calls between agents and other nodes carry it on, so an
+    /// event an agent publishes here counts every republish before it.
+    pub relayed: u32,
 }
 
 impl Hop {
@@ -88,11 +93,17 @@ pub struct Reach {
     pub peers: Arc<dyn Peers>,
     /// The agents on the call path, the calling agent last.
     pub path: Arc<[Arc<str>]>,
+    /// The request's [`Hop::relayed`]: what the guest publishes is one
+    /// republish further.
+    pub relayed: u32,
 }
 
 impl std::fmt::Debug for Reach {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reach").field("path", &self.path).finish()
+        f.debug_struct("Reach")
+            .field("path", &self.path)
+            .field("relayed", &self.relayed)
+            .finish()
     }
 }
 
@@ -126,11 +137,14 @@ pub trait Peers: Send + Sync {
         req: Request,
     ) -> BoxFuture<Result<Response, PeerError>>;
 
-    /// Publishes `payload` to `topic` for the agent `from`, its deliveries
-    /// traced under `trace`; how many subscribers it was queued for.
+    /// Publishes `payload` to `topic` for the agent `from`, serving a
+    /// request `relayed` events led to (its [`Hop::relayed`]), its
+    /// deliveries traced under `trace`; how many subscribers it was queued
+    /// for.
     fn publish(
         &self,
         from: &str,
+        relayed: u32,
         topic: &str,
         payload: Bytes,
         trace: Option<&crate::trace::Trace>,
@@ -157,6 +171,21 @@ pub enum PublishError {
     /// The topic, or the payload, cannot be published (the bus says why).
     #[error("{0}")]
     Refused(String),
+    /// The event would be one republish past `topics { max-hops }`: a
+    /// loop of agents republishing each other's events ends here.
+    #[error(
+        "`{from}` may not publish to `{topic}`: the event would be republish {hops} in a row, past this host's `topics {{ max-hops {max} }}` (do agents republish each other's events in a loop?)"
+    )]
+    TooManyHops {
+        /// The publishing agent.
+        from: String,
+        /// The topic.
+        topic: String,
+        /// Which republish in a row the event would be.
+        hops: u32,
+        /// The host's `max-hops`.
+        max: u32,
+    },
 }
 
 /// A request body's chunks as they arrive, failing past the body limit.

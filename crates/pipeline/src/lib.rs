@@ -240,7 +240,7 @@ impl Pipeline {
         streams: Arc<wharf_core::streams::Streams>,
     ) -> Arc<Self> {
         let stages = Stages::rebuild(&snapshot, &metrics, &Stages::default());
-        let max_payload = snapshot.config.as_ref().map(|c| c.topics.max_payload);
+        let topics = snapshot.config.as_ref().map(|c| c.topics);
         let pipeline = Arc::new_cyclic(|me: &Weak<Pipeline>| Pipeline {
             registry: Registry::new(snapshot),
             stages: ArcSwap::from_pointee(stages),
@@ -252,8 +252,8 @@ impl Pipeline {
             streams,
             tracer: std::sync::OnceLock::new(),
         });
-        if let Some(max) = max_payload {
-            pipeline.bus.set_max_payload(max);
+        if let Some(topics) = &topics {
+            pipeline.bus.set_limits(topics);
         }
         pipeline.subscribe_agents();
         pipeline
@@ -397,7 +397,7 @@ impl Pipeline {
     pub fn publish(&self, snapshot: Snapshot) {
         let stages = Stages::rebuild(&snapshot, &self.metrics, &self.stages.load());
         if let Some(config) = &snapshot.config {
-            self.bus.set_max_payload(config.topics.max_payload);
+            self.bus.set_limits(&config.topics);
         }
         self.registry.publish(snapshot);
         self.stages.store(Arc::new(stages));
@@ -533,6 +533,7 @@ impl Pipeline {
         Some(Reach {
             peers: self.peers.clone(),
             path,
+            relayed: req.hop.relayed,
         })
     }
 
@@ -551,7 +552,7 @@ impl Pipeline {
         let mut gate = default_gate();
         gate.body_limit = self.bus.max_payload();
         let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
-            let result = self.bus.publish(topic, req.body, req.trace.as_ref());
+            let result = self.bus.publish(topic, req.body, 0, req.trace.as_ref());
             Box::pin(async move {
                 let queued = result.map_err(PipelineError::Topic)?;
                 let body = serde_json::json!({ "topic": topic, "queued": queued }).to_string();

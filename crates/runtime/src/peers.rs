@@ -70,6 +70,7 @@ async fn call(
     };
     let mut req = neutral_request(req).map_err(|(s, m)| PeerError::Failed(s, m))?;
     req.trace = trace;
+    req.hop.relayed = reach.relayed;
     let resp = reach.peers.call(reach.path, deadline, agent, req).await?;
     Ok(guest_response(resp))
 }
@@ -83,7 +84,13 @@ fn publish(state: &GuestState, topic: &str, payload: Vec<u8>) -> Result<u32, Str
     let from = reach.path.last().map_or("", |a| a);
     let queued = reach
         .peers
-        .publish(from, topic, Bytes::from(payload), state.trace.as_ref())
+        .publish(
+            from,
+            reach.relayed,
+            topic,
+            Bytes::from(payload),
+            state.trace.as_ref(),
+        )
         .map_err(|e| e.to_string())?;
     Ok(u32::try_from(queued).unwrap_or(u32::MAX))
 }

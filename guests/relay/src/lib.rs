@@ -8,7 +8,9 @@
 //!   `CASE: message` as the body.
 //! - `/publish/TOPIC` publishes the body to TOPIC and answers `queued N`.
 //! - An event delivered to it (it has `x-wharf-topic`) is published again
-//!   to `FORWARD.TOPIC` when its config has `forward "FORWARD"`.
+//!   to `FORWARD.TOPIC` when its config has `forward "FORWARD"`; with
+//!   `via "AGENT"` too, by calling AGENT at `/publish/FORWARD.TOPIC`. A
+//!   refused publish or call fails the delivery (503).
 //! - Anything else answers `NAME: BODY` (NAME from `config name`, else
 //!   the agent's own name).
 
@@ -23,8 +25,21 @@ impl wharf_guest::Guest for Relay {
         if let Some((_, topic)) = pairs.iter().find(|(n, _)| *n == "x-wharf-topic") {
             let topic = String::from_utf8_lossy(topic);
             if let Some(forward) = config("forward") {
-                peers::publish(&format!("{forward}.{topic}"), &req.body)
-                    .map_err(Error::Unavailable)?;
+                let topic = format!("{forward}.{topic}");
+                match config("via") {
+                    Some(via) => {
+                        let path = format!("/publish/{topic}");
+                        let resp = peers::call(&via, "POST", &path, &[], &req.body)
+                            .unwrap_or_else(peers::error_response);
+                        if !(200..300).contains(&resp.status) {
+                            let why = String::from_utf8_lossy(&resp.body).into_owned();
+                            return Err(Error::Unavailable(why));
+                        }
+                    }
+                    None => {
+                        peers::publish(&topic, &req.body).map_err(Error::Unavailable)?;
+                    }
+                }
             }
             return Ok(Response::new(204, Vec::new()));
         }

@@ -78,6 +78,12 @@ pub(crate) fn check(file: &Path) -> ExitCode {
                     println!("  note: `{name}.wasm` will not be served: {why}");
                 }
             }
+            for found in wharf::config::republish::topic_loops(config) {
+                println!(
+                    "  warning: {found}; each event stops after `topics {{ max-hops {} }}` republishes in a row",
+                    config.topics.max_hops
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(err) => {

@@ -63,6 +63,18 @@ impl ConfigSource {
     }
 }
 
+/// Logs each loop of agents that may republish each other's events (as
+/// `wharf check` reports them) with the limit that cuts it at run time.
+pub fn warn_topic_loops(config: &Config) {
+    for found in wharf_config::republish::topic_loops(config) {
+        tracing::warn!(
+            max_hops = config.topics.max_hops,
+            "{found}; an event stops after `topics {{ max-hops {} }}` republishes in a row",
+            config.topics.max_hops
+        );
+    }
+}
+
 /// Settings fixed at start: the listener, the directories and stores
 /// opened then, and the request timeout built into the HTTP stack. When a
 /// new configuration changes one, the running value stays and the name is

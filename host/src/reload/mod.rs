@@ -14,7 +14,7 @@ use std::time::Instant;
 use metrics::{Counter, Histogram, Label};
 use tokio::sync::mpsc;
 
-pub use config::{ConfigSource, Overrides, check_memory, keep_fixed};
+pub use config::{ConfigSource, Overrides, check_memory, keep_fixed, warn_topic_loops};
 pub use watch::{QUIET, Watch, watch};
 
 use crate::config::Config;
@@ -170,6 +170,7 @@ impl Reloader {
             tracing::error!(file = %source.path.display(), "the configuration was not reloaded: {reason}");
             return None;
         }
+        warn_topic_loops(&config);
         let kept = keep_fixed(&self.config, &mut config);
         if !kept.is_empty() {
             tracing::warn!(

@@ -201,3 +201,133 @@ async fn agents_publish_only_where_their_block_allows() {
     assert_eq!(got[1]["payload"], "/wA=");
     server.stop().await;
 }
+
+/// Two loops of republishing agents: `echoer` republishes what it gets
+/// to a topic it subscribes to; `ping` and `pong` republish each other's
+/// events, `pong` through a call to `ponger`.
+const LOOPS: &str = r#"
+topics { max-hops 3; }
+agent "echoer" {
+    subscribe "loop.>"
+    publishes "loop.>"
+    config { forward "loop"; }
+    retries 0
+}
+agent "ping" {
+    subscribe "ping.>"
+    publishes "pong.>"
+    config { forward "pong"; }
+    retries 0
+}
+agent "pong" {
+    subscribe "pong.>"
+    calls "ponger"
+    config { forward "ping"; via "ponger"; }
+    retries 0
+}
+agent "ponger" { publishes "ping.>"; }
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_republished_in_a_loop_stops_at_max_hops() {
+    let dir = agents_dir(&[]);
+    for name in ["echoer", "ping", "pong", "ponger"] {
+        copy_guest(dir.path(), "relay", name);
+    }
+    let server = Server::start(config(dir.path(), LOOPS)).await;
+    let watch = open(&client(), Method::GET, &server.url("/topics/%3E"), "").await;
+    let mut body = watch.into_body();
+    let mut seen = String::new();
+    next_chunk(&mut body).await.unwrap().unwrap();
+
+    let refused = |who: &str| format!(r#"wharf_topic_hops_refused_total{{publisher="{who}"}}"#);
+    let sample = |who: &str, outcome: &str| {
+        format!(r#"wharf_topic_events_total{{subscriber="{who}",outcome="{outcome}"}}"#)
+    };
+    // The client's event and three republishes in a row; the fourth is
+    // refused, which fails that delivery, and the loop ends.
+    assert_eq!(post(&server.url("/topics/loop.x"), "a").await.status, 202);
+    wait_until("echoer's fourth republish was refused", || async {
+        metric(&server, &refused("echoer")).await == 1.0
+    })
+    .await;
+    let got = events(&mut body, &mut seen, 4).await;
+    let topics: Vec<&str> = got.iter().map(|e| e["topic"].as_str().unwrap()).collect();
+    assert_eq!(
+        topics,
+        [
+            "loop.x",
+            "loop.loop.x",
+            "loop.loop.loop.x",
+            "loop.loop.loop.loop.x"
+        ]
+    );
+    assert_eq!(metric(&server, &sample("echoer", "delivered")).await, 3.0);
+    assert_eq!(metric(&server, &sample("echoer", "failed")).await, 1.0);
+
+    // Through a call, the count goes on: ponger publishes for pong, which
+    // serves a delivered event, so its publishes count as republishes.
+    assert_eq!(post(&server.url("/topics/ping.x"), "b").await.status, 202);
+    wait_until("ponger's republish past max-hops was refused", || async {
+        metric(&server, &refused("ponger")).await == 1.0
+    })
+    .await;
+    let got = events(&mut body, &mut seen, 8).await;
+    let topics: Vec<&str> = got[4..]
+        .iter()
+        .map(|e| e["topic"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        topics,
+        [
+            "ping.x",
+            "pong.ping.x",
+            "ping.pong.ping.x",
+            "pong.ping.pong.ping.x"
+        ]
+    );
+    assert_eq!(metric(&server, &sample("pong", "failed")).await, 1.0);
+
+    // A client's own request starts at 0 again: the host keeps serving
+    // (queued for `ping` and the watcher).
+    let reply = post(&server.url("/agents/ponger/publish/ping.y"), "c").await;
+    assert_eq!(
+        (reply.status.as_u16(), reply.text().as_str()),
+        (200, "queued 2")
+    );
+    wait_until("the new chain was cut too", || async {
+        metric(&server, &refused("ponger")).await == 2.0
+    })
+    .await;
+    server.stop().await;
+}
+
+#[test]
+fn check_warns_of_agents_that_may_republish_in_a_loop() {
+    let dir = agents_dir(&[]);
+    for name in ["echoer", "ping", "pong", "ponger"] {
+        copy_guest(dir.path(), "relay", name);
+    }
+    let file = dir.path().join("loops.kdl");
+    std::fs::write(&file, format!("agents \".\"\n{LOOPS}")).unwrap();
+    let out = crate::cli::wharf()
+        .arg("check")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let warnings: Vec<&str> = stdout.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(
+        warnings,
+        [
+            "  warning: `echoer` may republish its own events: it subscribes to `loop.>` and publishes `loop.>`; each event stops after `topics { max-hops 3 }` republishes in a row",
+            "  warning: `ping` → `pong` → `ping` may republish each other's events in a loop: `ping` publishes `pong.>`, which `pong` subscribes to as `pong.>`; `pong` calls `ponger`, which publishes `ping.>`, which `ping` subscribes to as `ping.>`; each event stops after `topics { max-hops 3 }` republishes in a row",
+        ],
+        "{stdout}"
+    );
+}

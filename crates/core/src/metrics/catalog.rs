@@ -259,6 +259,12 @@ pub const FAMILIES: &[Family] = &[
         &["subscriber"],
         "Time from publish to delivery.",
     ),
+    family(
+        "wharf_topic_hops_refused_total",
+        C,
+        &["publisher"],
+        "Events an agent published past `topics { max-hops }` republishes in a row, refused.",
+    ),
     // A2A push notifications.
     family(
         "wharf_a2a_push_total",

@@ -18,7 +18,7 @@ use metrics::{Counter, Histogram, Label};
 
 pub use flow::run;
 
-use crate::topics::{Deliver, Event, Watch, sse_frame};
+use crate::topics::{BusError, Deliver, Event, Watch, sse_frame};
 use crate::{Pipeline, PipelineError};
 use wharf_core::metrics::{Metrics, counter, histogram};
 use wharf_core::request::{Body, Hop, PeerError, Peers, PublishError, Request, Response};
@@ -34,6 +34,8 @@ pub struct Link {
     metrics: Metrics,
     edges: DashMap<(Arc<str>, Arc<str>), Arc<Edge>>,
     subscribers: DashMap<Arc<str>, Arc<Delivery>>,
+    /// Per publishing agent, its events refused past `max-hops`.
+    looped: DashMap<Arc<str>, Counter>,
 }
 
 /// One caller → callee edge's counts.
@@ -59,7 +61,23 @@ impl Link {
             metrics,
             edges: DashMap::new(),
             subscribers: DashMap::new(),
+            looped: DashMap::new(),
         }
+    }
+
+    /// `wharf_topic_hops_refused_total{publisher}`: the events
+    /// `publisher` published past `max-hops`, refused.
+    fn looped(&self, publisher: &str) -> Counter {
+        if let Some(c) = self.looped.get(publisher) {
+            return c.clone();
+        }
+        let labels = vec![Label::new("publisher", publisher.to_string())];
+        let c = counter(
+            self.metrics.recorder(),
+            "wharf_topic_hops_refused_total",
+            labels,
+        );
+        self.looped.entry(publisher.into()).or_insert(c).clone()
     }
 
     fn edge(&self, caller: &Arc<str>, callee: &str) -> Arc<Edge> {
@@ -120,6 +138,7 @@ impl Link {
                     };
                     let counts = pipeline.peers().delivery(&name);
                     let mut req = Request::new(Method::POST, "/");
+                    req.hop.relayed = event.hops.saturating_add(1);
                     if let Ok(topic) = HeaderValue::from_bytes(event.topic.as_bytes()) {
                         req.headers.insert("x-wharf-topic", topic);
                     }
@@ -195,6 +214,7 @@ impl Peers for Link {
             req.hop = Hop {
                 path: Some(path),
                 deadline: Some(deadline),
+                relayed: req.hop.relayed,
                 ..Hop::default()
             };
             let body = Body::Ready(std::mem::take(&mut req.body));
@@ -229,6 +249,7 @@ impl Peers for Link {
     fn publish(
         &self,
         from: &str,
+        relayed: u32,
         topic: &str,
         payload: Bytes,
         trace: Option<&Trace>,
@@ -251,10 +272,25 @@ impl Peers for Link {
                 topic: topic.to_string(),
             });
         }
-        pipeline
-            .bus()
-            .publish(topic, payload, trace)
-            .map_err(|e| PublishError::Refused(e.to_string()))
+        match pipeline.bus().publish(topic, payload, relayed, trace) {
+            Ok(queued) => Ok(queued),
+            Err(BusError::TooManyHops { hops, max }) => {
+                self.looped(from).increment(1);
+                tracing::debug!(
+                    agent = from,
+                    topic,
+                    hops,
+                    "an event past `max-hops` was dropped"
+                );
+                Err(PublishError::TooManyHops {
+                    from: from.to_string(),
+                    topic: topic.to_string(),
+                    hops,
+                    max,
+                })
+            }
+            Err(e) => Err(PublishError::Refused(e.to_string())),
+        }
     }
 }
 

@@ -16,6 +16,7 @@ mod pattern;
 mod queue;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
@@ -30,6 +31,15 @@ pub enum BusError {
     /// The topic or pattern cannot be used.
     #[error(transparent)]
     Topic(#[from] TopicError),
+    /// The event would be republish `hops` in a row, past the host's
+    /// `max-hops`.
+    #[error("the event would be republish {hops} in a row, past this host's `max-hops` of {max}")]
+    TooManyHops {
+        /// Which republish in a row the event would be.
+        hops: u32,
+        /// The host's `max-hops`.
+        max: u32,
+    },
     /// The payload is over the host's `max-payload`.
     #[error("a payload of {len} bytes is over this host's `max-payload` of {max}")]
     TooLarge {
@@ -41,7 +51,7 @@ pub enum BusError {
 }
 pub use queue::{Event, Queue, QueueCounters};
 
-use wharf_config::{Overflow, Subscription};
+use wharf_config::{Overflow, Subscription, Topics};
 use wharf_core::metrics::{Metrics, counter};
 
 type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send>>;
@@ -70,7 +80,10 @@ pub struct Bus {
     agents: Mutex<AgentSubscriptions>,
     metrics: Metrics,
     /// The largest payload one may publish (`topics { max-payload }`).
-    max_payload: std::sync::atomic::AtomicUsize,
+    max_payload: AtomicUsize,
+    /// The most republishes in a row an event may go through
+    /// (`topics { max-hops }`).
+    max_hops: AtomicU32,
 }
 
 impl Bus {
@@ -80,32 +93,40 @@ impl Bus {
             index: RwLock::new(Index::default()),
             agents: Mutex::new(BTreeMap::new()),
             metrics,
-            max_payload: std::sync::atomic::AtomicUsize::new(
-                wharf_config::Topics::default().max_payload,
-            ),
+            max_payload: AtomicUsize::new(Topics::default().max_payload),
+            max_hops: AtomicU32::new(Topics::default().max_hops as u32),
         }
     }
 
-    /// Applies `topics { max-payload }` from now on.
-    pub fn set_max_payload(&self, bytes: usize) {
+    /// Applies `topics { max-payload; max-hops }` from now on.
+    pub fn set_limits(&self, topics: &Topics) {
         self.max_payload
-            .store(bytes, std::sync::atomic::Ordering::Relaxed);
+            .store(topics.max_payload, Ordering::Relaxed);
+        let hops = u32::try_from(topics.max_hops).unwrap_or(u32::MAX);
+        self.max_hops.store(hops, Ordering::Relaxed);
     }
 
     /// The largest payload one may publish.
     pub fn max_payload(&self) -> usize {
-        self.max_payload.load(std::sync::atomic::Ordering::Relaxed)
+        self.max_payload.load(Ordering::Relaxed)
     }
 
     /// Queues `payload` for every subscription `topic` matches; how many
-    /// queued it. Its deliveries are traced under `trace`.
+    /// queued it. The event is republish `hops` in a row (0 for a publish
+    /// no delivered event led to), refused past `max-hops`; its deliveries
+    /// are traced under `trace`.
     pub fn publish(
         &self,
         topic: &str,
         payload: Bytes,
+        hops: u32,
         trace: Option<&wharf_core::trace::Trace>,
     ) -> Result<usize, BusError> {
         check_topic(topic)?;
+        let max = self.max_hops.load(Ordering::Relaxed);
+        if hops > max {
+            return Err(BusError::TooManyHops { hops, max });
+        }
         let max = self.max_payload();
         if payload.len() > max {
             return Err(BusError::TooLarge {
@@ -116,6 +137,7 @@ impl Bus {
         let event = Arc::new(Event {
             topic: topic.into(),
             payload,
+            hops,
             published: Instant::now(),
             trace: trace.cloned(),
         });
@@ -301,7 +323,10 @@ mod tests {
         };
         bus.sync(vec![("a".into(), sub("x.>", 8))], &deliver);
         for n in 0..3u8 {
-            assert_eq!(bus.publish("x.y", Bytes::from(vec![n]), None).unwrap(), 1);
+            assert_eq!(
+                bus.publish("x.y", Bytes::from(vec![n]), 0, None).unwrap(),
+                1
+            );
         }
         // Same subscription, one more agent: the queue and its task stay.
         bus.sync(
@@ -317,7 +342,25 @@ mod tests {
         assert_eq!(got, [0, 1, 2]);
         bus.sync(vec![], &deliver);
         assert!(bus.is_empty());
-        assert_eq!(bus.publish("x.y", Bytes::new(), None).unwrap(), 0);
+        assert_eq!(bus.publish("x.y", Bytes::new(), 0, None).unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_event_past_max_hops_is_refused_and_queued_nowhere() {
+        let bus = Arc::new(Bus::new(Metrics::new()));
+        bus.set_limits(&Topics {
+            max_hops: 2,
+            ..Topics::default()
+        });
+        let watch = bus.watch("a.>", 4, usize::MAX).unwrap();
+        assert_eq!(bus.publish("a.b", Bytes::new(), 2, None).unwrap(), 1);
+        assert_eq!(watch.next().await.unwrap().hops, 2);
+        let err = bus.publish("a.b", Bytes::new(), 3, None).unwrap_err();
+        assert!(
+            matches!(err, BusError::TooManyHops { hops: 3, max: 2 }),
+            "{err}"
+        );
+        assert!(watch.sub.queue.try_pop().is_none());
     }
 
     #[tokio::test]
@@ -325,7 +368,8 @@ mod tests {
         let bus = Arc::new(Bus::new(Metrics::new()));
         let watch = bus.watch("a.*", 4, usize::MAX).unwrap();
         assert_eq!(
-            bus.publish("a.b", Bytes::from_static(b"hi"), None).unwrap(),
+            bus.publish("a.b", Bytes::from_static(b"hi"), 0, None)
+                .unwrap(),
             1
         );
         let event = watch.next().await.unwrap();
@@ -339,6 +383,6 @@ mod tests {
         drop(watch);
         assert!(bus.is_empty());
         assert!(bus.watch("a.>.b", 4, usize::MAX).is_err());
-        assert!(bus.publish("a.*", Bytes::new(), None).is_err());
+        assert!(bus.publish("a.*", Bytes::new(), 0, None).is_err());
     }
 }

@@ -22,6 +22,9 @@ pub struct Event {
     pub topic: Box<str>,
     /// Its payload, shared by every queue.
     pub payload: Bytes,
+    /// Which republish in a row it is: 0 when no delivered event led to
+    /// its publish; its deliveries serve requests one further.
+    pub hops: u32,
     /// When it was published.
     pub published: Instant,
     /// The span that published it, when the host exports traces: its
@@ -172,6 +175,7 @@ mod tests {
         Arc::new(Event {
             topic: "t".into(),
             payload: Bytes::from(vec![n]),
+            hops: 0,
             published: Instant::now(),
             trace: None,
         })
@@ -207,6 +211,7 @@ mod tests {
             Arc::new(Event {
                 topic: "t".into(),
                 payload: Bytes::from(vec![n; len]),
+                hops: 0,
                 published: Instant::now(),
                 trace: None,
             })
