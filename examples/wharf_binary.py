@@ -104,6 +104,16 @@ class Client:
         {"id", "status", "headers": [[name, value], …], "body": bytes}."""
         return self.answer(self.send(agent, body, **kw))
 
+    def publish(self, topic, payload=b"", headers=()):
+        """Publishes `payload` to `topic` (as `POST /topics/{topic}` does) and
+        waits: the answer's body is JSON {"topic", "queued": N}."""
+        rid = self.next_id
+        self.next_id += 1
+        request = {"id": rid, "topic": topic, "headers": [list(h) for h in headers],
+                   "body": payload.encode() if isinstance(payload, str) else bytes(payload)}
+        self.send_payload(msgpack.packb(request, use_bin_type=True))
+        return self.answer(rid)
+
     def _exactly(self, n):
         chunks, left = [], n
         while left:

@@ -176,6 +176,33 @@ def concurrent_connections():
     assert not errors, errors
 
 
+def publishes_reach_a_watcher():
+    import json
+    watch = urllib.request.urlopen(HTTP + "/topics/binary.%3E", timeout=30)
+    assert watch.readline().startswith(b": watching binary.>"), "the watch opened"
+    with Client(SOCK) as c:
+        a = c.publish("binary.news", b"\xff\x00raw")
+        assert a["status"] == 202, a
+        assert json.loads(a["body"]) == {"topic": "binary.news", "queued": 1}, a["body"]
+        # Bad topics and payloads past `max-payload` get the HTTP API's errors;
+        # the connection goes on.
+        expect_error(lambda: c.publish("binary.*", b""), 400, "bad_topic")
+        expect_error(lambda: c.publish("binary.big", b"x" * (1 << 20 | 1)), 413, "body_too_large")
+        expect_error(lambda: c.call("echo", b"", topic="binary.news"), 400, "bad_frame")
+        assert c.publish("binary.after", "ok")["status"] == 202
+    events = []
+    while len(events) < 2:
+        line = watch.readline()
+        assert line, "the watch stays open"
+        if line.startswith(b"data: "):
+            events.append(json.loads(line[6:]))
+    watch.close()
+    assert events == [
+        {"topic": "binary.news", "payload": "/wByYXc=", "encoding": "base64"},
+        {"topic": "binary.after", "payload": "ok"},
+    ], events
+
+
 def metrics_count_the_transport():
     text = urllib.request.urlopen(HTTP + "/metrics").read().decode()
     answers = [l for l in text.splitlines() if l.startswith("wharf_binary_answers_total")]

@@ -18,7 +18,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use super::frame::{self, FrameRequest, PREFIX};
+use super::frame::{self, FrameRequest, PREFIX, Target};
 use super::{BinaryMetrics, Shared};
 use crate::ApiError;
 use crate::slots::Slot;
@@ -192,21 +192,33 @@ async fn answer(shared: &Shared, frame: Bytes, client: Option<SocketAddr>) -> Ve
         }
     };
     let id = req.id;
-    let (agent, neutral) = match neutral(&req, client) {
-        Ok(pair) => pair,
+    let neutral = match neutral(&req, client) {
+        Ok(neutral) => neutral,
         Err(message) => {
             shared.metrics.fault("bad_frame");
             shared.transport_answer(400);
             return vec![frame::error_frame(Some(id), 400, "bad_frame", &message, None).freeze()];
         }
     };
-    let span = neutral.span(&agent);
     let body = request::Body::Ready(body_of(&req, &frame));
     let request_id = neutral.id.clone();
-    let pipeline = shared.state.pipeline.handle(&agent, neutral, body);
-    let result = tokio::time::timeout(shared.request_timeout, pipeline)
-        .instrument(span)
-        .await;
+    let pipeline = &shared.state.pipeline;
+    let result = match req.target {
+        Target::Agent(agent) => {
+            let span = neutral.span(agent);
+            let run = pipeline.handle(agent, neutral, body);
+            tokio::time::timeout(shared.request_timeout, run)
+                .instrument(span)
+                .await
+        }
+        Target::Topic(topic) => {
+            let span = neutral.span("topics");
+            let run = pipeline.publish_topic(topic, neutral, body);
+            tokio::time::timeout(shared.request_timeout, run)
+                .instrument(span)
+                .await
+        }
+    };
     let resp = match result {
         Ok(result) => crate::error::outcome(result),
         Err(_) => Err({
@@ -260,11 +272,8 @@ fn body_of(req: &FrameRequest<'_>, frame: &Bytes) -> Bytes {
     frame.slice_ref(req.body)
 }
 
-/// The neutral request for a frame's request, and the agent it names.
-fn neutral(
-    req: &FrameRequest<'_>,
-    client: Option<SocketAddr>,
-) -> Result<(String, Request), String> {
+/// The neutral request for a frame's request.
+fn neutral(req: &FrameRequest<'_>, client: Option<SocketAddr>) -> Result<Request, String> {
     let method = Method::from_bytes(req.method.as_bytes())
         .map_err(|_| format!("`{}` is not a method", req.method))?;
     let mut headers = HeaderMap::with_capacity(req.headers.len());
@@ -280,7 +289,7 @@ fn neutral(
     neutral.headers = headers;
     neutral.client = client;
     neutral.affinity = req.affinity.map(str::to_string);
-    Ok((req.agent.to_string(), neutral))
+    Ok(neutral)
 }
 
 /// Writes answers as they come, several frames per system call, each body

@@ -24,8 +24,8 @@ pub const MAX_HEADERS: usize = 256;
 pub struct FrameRequest<'a> {
     /// The request's id, echoed in its answer.
     pub id: u64,
-    /// The agent it is for.
-    pub agent: &'a str,
+    /// What it is for: an agent, or a topic to publish its body to.
+    pub target: Target<'a>,
     /// Its method.
     pub method: &'a str,
     /// Its path below the agent.
@@ -38,6 +38,15 @@ pub struct FrameRequest<'a> {
     pub affinity: Option<&'a str>,
     /// Its body: a slice of the frame.
     pub body: &'a [u8],
+}
+
+/// What a request is for: exactly one of its `agent` and `topic` keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// An agent, pipeline or wasi:http component to call.
+    Agent(&'a str),
+    /// A topic to publish the body to, as `POST /topics/{topic}` does.
+    Topic(&'a str),
 }
 
 /// Why a frame could not be read as a request; `id` is the request's id
@@ -73,7 +82,7 @@ fn read_request<'a>(cur: &mut Cursor<'a>, id_seen: &mut Option<u64>) -> Result<F
         .map_err(|e| format!("a request frame is a MessagePack map: {e}"))?;
     let mut req = FrameRequest {
         id: 0,
-        agent: "",
+        target: Target::Agent(""),
         method: "POST",
         path: "/",
         query: "",
@@ -81,7 +90,7 @@ fn read_request<'a>(cur: &mut Cursor<'a>, id_seen: &mut Option<u64>) -> Result<F
         affinity: None,
         body: &[],
     };
-    let mut agent = None;
+    let (mut agent, mut topic) = (None, None);
     for _ in 0..fields {
         let key = cur.str().map_err(|e| format!("a key: {e}"))?;
         let field = |e: String| format!("`{key}`: {e}");
@@ -91,6 +100,7 @@ fn read_request<'a>(cur: &mut Cursor<'a>, id_seen: &mut Option<u64>) -> Result<F
                 *id_seen = Some(req.id);
             }
             "agent" => agent = Some(cur.str().map_err(field)?),
+            "topic" => topic = Some(cur.str().map_err(field)?),
             "method" => req.method = cur.str().map_err(field)?,
             "path" => req.path = cur.str().map_err(field)?,
             "query" => req.query = cur.str().map_err(field)?,
@@ -103,7 +113,14 @@ fn read_request<'a>(cur: &mut Cursor<'a>, id_seen: &mut Option<u64>) -> Result<F
     if id_seen.is_none() {
         return Err("the request has no `id`".into());
     }
-    req.agent = agent.ok_or("the request names no `agent`")?;
+    req.target = match (agent, topic) {
+        (Some(agent), None) => Target::Agent(agent),
+        (None, Some(topic)) => Target::Topic(topic),
+        (None, None) => return Err("the request names no `agent` (or `topic`)".into()),
+        (Some(_), Some(_)) => {
+            return Err("the request names both an `agent` and a `topic`: give one".into());
+        }
+    };
     if !req.path.starts_with('/') {
         return Err(format!("`path` must start with `/`, found `{}`", req.path));
     }

@@ -38,8 +38,8 @@ fn a_full_request_borrows_its_body() {
     let req = decode_request(&frame).unwrap();
     assert_eq!(req.id, 7);
     assert_eq!(
-        (req.agent, req.method, req.path, req.query),
-        ("echo", "PUT", "/a/b", "x=1")
+        (req.target, req.method, req.path, req.query),
+        (Target::Agent("echo"), "PUT", "/a/b", "x=1")
     );
     assert_eq!(req.affinity, Some("s1"));
     assert_eq!(
@@ -53,6 +53,22 @@ fn a_full_request_borrows_its_body() {
     // The body is a slice of the frame itself: nothing was copied.
     let range = frame.as_ptr_range();
     assert!(range.contains(&req.body.as_ptr()));
+}
+
+#[test]
+fn a_topic_names_what_to_publish_to() {
+    let frame = map(3, |b| {
+        e::write_str(b, "id").unwrap();
+        e::write_uint(b, 9).unwrap();
+        kv_str(b, "topic", "orders.created");
+        e::write_str(b, "body").unwrap();
+        e::write_bin(b, b"{}").unwrap();
+    });
+    let req = decode_request(&frame).unwrap();
+    assert_eq!(
+        (req.target, req.body),
+        (Target::Topic("orders.created"), &b"{}"[..])
+    );
 }
 
 #[test]
@@ -105,6 +121,16 @@ fn faults_name_the_field_and_keep_the_id_when_read() {
             }),
             Some(4),
             "names no `agent`",
+        ),
+        (
+            map(3, |b| {
+                e::write_str(b, "id").unwrap();
+                e::write_uint(b, 6).unwrap();
+                kv_str(b, "agent", "echo");
+                kv_str(b, "topic", "orders.created");
+            }),
+            Some(6),
+            "both an `agent` and a `topic`",
         ),
         (
             map(3, |b| {
