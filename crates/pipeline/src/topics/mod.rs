@@ -10,7 +10,10 @@
 //! Guarantees, stated and tested: delivery is at most once and in process
 //! (an event queued for a subscriber that is then removed, or dropped by a
 //! full queue, is not delivered, and nothing survives a restart); each
-//! subscriber sees events in the order they were published.
+//! subscriber sees events in the order they were published. Each event
+//! counts the republishes in a row behind it ([`Event::hops`]); past
+//! `topics { max-hops }` a publish is refused, which ends a loop of agents
+//! republishing each other's events.
 
 mod pattern;
 mod queue;
