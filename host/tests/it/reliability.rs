@@ -171,7 +171,7 @@ fn place(key: &str, value: &str) -> String {
         "max-tasks" | "max-age" | "max-waiting" | "max-open-per-owner" => {
             format!("tasks {{ {key} {v} }}")
         }
-        "max-payload" => format!("topics {{ max-payload {v} }}"),
+        "max-payload" | "max-hops" => format!("topics {{ {key} {v} }}"),
         "queue-bytes" => {
             format!("agent \"sub\" {{ subscribe \"t.>\" {{ queue-bytes {v} }} }}")
         }
