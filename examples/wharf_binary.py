@@ -114,6 +114,18 @@ class Client:
         self.send_payload(msgpack.packb(request, use_bin_type=True))
         return self.answer(rid)
 
+    def read(self, pattern, **parameters):
+        """Reads back what kept topics matching `pattern` received (as
+        `GET /topics/{pattern}/messages` does), with the same parameters
+        (`after=`, `limit=`, `match=`, …): the answer's body is a JSON page
+        {"topic", "messages": [...], "next"}."""
+        from urllib.parse import urlencode
+        rid = self.next_id
+        self.next_id += 1
+        request = {"id": rid, "topic": pattern, "method": "GET", "query": urlencode(parameters)}
+        self.send_payload(msgpack.packb(request, use_bin_type=True))
+        return self.answer(rid)
+
     def _exactly(self, n):
         chunks, left = [], n
         while left:

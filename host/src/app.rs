@@ -58,6 +58,9 @@ pub enum StartError {
     #[error("the task store: {0}")]
     /// The task store cannot be opened.
     Tasks(#[from] wharf_tasks::StoreError),
+    #[error(transparent)]
+    /// The topic history cannot be opened.
+    History(#[from] wharf_tasks::history::HistoryError),
     #[error("the task store could not be opened: {0}")]
     /// The thread opening the task store failed.
     TasksJoin(#[from] tokio::task::JoinError),
@@ -153,6 +156,25 @@ async fn open_tasks(config: &Config, metrics: &Metrics) -> Result<Arc<A2a>, Star
     Ok(Arc::new(a2a))
 }
 
+/// Opens the topic history (on a blocking thread) when a `topic` block
+/// keeps something; none otherwise, so a host keeping nothing has no
+/// file and no writer.
+pub async fn open_history(
+    config: &Config,
+) -> Result<Option<Arc<wharf_tasks::history::History>>, StartError> {
+    use wharf_tasks::history::{DEFAULT_MAX_BACKLOG, History};
+    if config.keeps.is_empty() {
+        return Ok(None);
+    }
+    let path = config.tasks.topic_history_path()?;
+    let keeps = config.keeps.clone();
+    let history =
+        tokio::task::spawn_blocking(move || History::open(&path, keeps, DEFAULT_MAX_BACKLOG))
+            .await??;
+    tracing::info!(file = %history.path().display(), patterns = config.keeps.len(), "topic history open");
+    Ok(Some(Arc::new(history)))
+}
+
 /// A loaded, bound, not-yet-serving Wharf.
 pub struct App {
     /// The configuration it started with.
@@ -196,6 +218,7 @@ impl App {
         let metrics = Metrics::new();
         metrics.build_info(crate::VERSION, crate::COMMIT);
         let a2a = open_tasks(&config, &metrics).await?;
+        let history = open_history(&config).await?;
         let mut runtime = Runtime::new(&engine)?;
         tracing::info!(allocator = runtime.allocation().as_str(), "engine ready");
         open_cache(&mut runtime, &config)?;
@@ -225,6 +248,9 @@ impl App {
             config.server.streams_per_client,
         );
         let pipeline = Pipeline::new(snapshot, metrics.clone(), audit, streams);
+        if let Some(history) = history {
+            pipeline.bus().attach_history(history);
+        }
         if let Some(settings) = &config.cluster {
             let cluster = crate::cluster::Cluster::connect(settings.clone(), metrics).await?;
             tracing::info!(node = %settings.node, nats = %settings.nats, "joining the cluster");

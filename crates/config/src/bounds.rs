@@ -38,6 +38,7 @@ const COUNTS: &[(&str, u64, u64)] = &[
     ("max-open-per-owner", 1, 1_000_000_000),
     ("call-depth", 1, 64),
     ("max-hops", 1, 64),
+    ("keep", 1, 100_000_000),
 ];
 
 /// Sizes in bytes, by node name. Linear memory is 32-bit: 4 GiB at most.
@@ -76,6 +77,7 @@ const DURATIONS: &[(&str, Duration, Duration)] = &[
     ("pin-ttl", secs(1), secs(30 * 86_400)),
     ("heartbeat", Duration::from_millis(50), secs(60)),
     ("forward-timeout", MS, DAY),
+    ("for", secs(1), secs(3650 * 86_400)),
 ];
 
 fn find<T: Copy>(table: &[(&str, T, T)], key: &str) -> (T, T) {

@@ -468,7 +468,7 @@ impl Walker {
         Some(out)
     }
 
-    fn check_pattern(&mut self, pattern: &str, span: SourceSpan) -> bool {
+    pub(super) fn check_pattern(&mut self, pattern: &str, span: SourceSpan) -> bool {
         match super::Pattern::parse(pattern) {
             Ok(_) => true,
             Err(msg) => {

@@ -15,6 +15,7 @@ mod cluster;
 mod compose;
 mod diag;
 mod filter;
+mod keep;
 mod names;
 mod nesting;
 mod outbound;
@@ -46,6 +47,7 @@ pub use compose::{
 };
 pub use diag::{ConfigError, Problem};
 pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLimit};
+pub use keep::{DEFAULT_KEEP, TopicKeep, keep_for};
 pub use names::{MAX_NAME_LEN, valid_agent_name};
 pub use outbound::Outbound;
 pub use policy::{
@@ -104,6 +106,9 @@ pub struct Config {
     pub call_depth: usize,
     /// `topics { … }`: the bus's limits.
     pub topics: Topics,
+    /// `topic "pattern" { keep …; for … }` blocks: whose messages are
+    /// kept, in the order written.
+    pub keeps: Vec<TopicKeep>,
     /// The nodes this one serves with as one service; none when `None`.
     pub cluster: Option<Cluster>,
     /// Where traces go over OTLP; nothing is traced when `None`.
@@ -253,6 +258,7 @@ impl Default for Config {
             pipelines: BTreeMap::new(),
             call_depth: DEFAULT_CALL_DEPTH,
             topics: Topics::default(),
+            keeps: Vec::new(),
             cluster: None,
             telemetry: None,
         }

@@ -41,6 +41,7 @@ const TOP: &[&str] = &[
     "cluster",
     "task-owner",
     "topics",
+    "topic",
     "telemetry",
 ];
 const LIMITS: &[&str] = &[
@@ -169,7 +170,7 @@ impl Walker {
         // from them.
         let per_name = |n: &KdlNode| matches!(n.name().value(), "agent" | "filter" | "pipeline");
         for node in doc.nodes().iter().filter(|n| !per_name(n)) {
-            if !seen.first(self, node) {
+            if node.name().value() != "topic" && !seen.first(self, node) {
                 continue;
             }
             let defaults = &mut config.defaults;
@@ -203,6 +204,7 @@ impl Walker {
                         }
                     }
                 }
+                "topic" => self.topic_keep(node, &mut config.keeps),
                 "trust" => self.trust(node, trust),
                 "filters" => set(&mut defaults.filters, self.chain(node)),
                 "task-owner" => set(&mut defaults.task_owner, self.task_owner(node)),

@@ -88,6 +88,20 @@ impl Tasks {
     }
 }
 
+impl Tasks {
+    /// Where kept topic messages go: beside the task database, as
+    /// `NAME.topics.db` (`tasks.db` → `tasks.topics.db`), its directory
+    /// created when missing.
+    pub fn topic_history_path(&self) -> Result<PathBuf, SettingError> {
+        let tasks = self.prepared_path()?;
+        let stem = tasks
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "tasks".into());
+        Ok(tasks.with_file_name(format!("{stem}.topics.db")))
+    }
+}
+
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     if dir.is_dir() {

@@ -51,9 +51,13 @@ pub enum PipelineError {
     #[error(transparent)]
     /// A filter failed.
     Filter(#[from] FilterFailure),
-    /// A topic or pattern that cannot be used, or a payload too large.
+    /// A topic or pattern that cannot be used, a payload too large, or a
+    /// kept topic's history refusing the write.
     #[error(transparent)]
     Topic(#[from] crate::topics::BusError),
+    /// A read of kept topics that cannot be answered.
+    #[error(transparent)]
+    TopicRead(#[from] crate::topics::read::ReadError),
     /// A step of a pipeline block failed, or none of its branches answered.
     #[error("{1}")]
     Composition(u16, String),
@@ -72,6 +76,7 @@ impl PipelineError {
             PipelineError::AgentNotFound(_)
             | PipelineError::AgentRefused(..)
             | PipelineError::Topic(_)
+            | PipelineError::TopicRead(_)
             | PipelineError::Forward(_) => Stage::Router,
             PipelineError::Body(_) | PipelineError::Streams(_) => Stage::Transport,
             PipelineError::Route(RouteError::Call(_) | RouteError::Worker(_)) => Stage::Agent,
@@ -86,7 +91,11 @@ impl PipelineError {
         match self {
             PipelineError::AgentNotFound(_) => 404,
             PipelineError::AgentRefused(..) => 503,
+            PipelineError::Topic(crate::topics::BusError::History(e)) => {
+                crate::topics::read::history_status(e)
+            }
             PipelineError::Topic(_) => 400,
+            PipelineError::TopicRead(e) => e.status(),
             PipelineError::Composition(status, _) => *status,
             PipelineError::Forward(err) => err.status(),
             PipelineError::Streams(wharf_core::streams::StreamRefusal::Client(_)) => 429,
@@ -240,7 +249,10 @@ impl Pipeline {
         streams: Arc<wharf_core::streams::Streams>,
     ) -> Arc<Self> {
         let stages = Stages::rebuild(&snapshot, &metrics, &Stages::default());
-        let topics = snapshot.config.as_ref().map(|c| c.topics);
+        let topics = snapshot
+            .config
+            .as_ref()
+            .map(|c| (c.topics, c.keeps.clone()));
         let pipeline = Arc::new_cyclic(|me: &Weak<Pipeline>| Pipeline {
             registry: Registry::new(snapshot),
             stages: ArcSwap::from_pointee(stages),
@@ -252,8 +264,9 @@ impl Pipeline {
             streams,
             tracer: std::sync::OnceLock::new(),
         });
-        if let Some(topics) = &topics {
+        if let Some((topics, keeps)) = &topics {
             pipeline.bus.set_limits(topics);
+            pipeline.bus.set_keeps(keeps);
         }
         pipeline.subscribe_agents();
         pipeline
@@ -398,6 +411,7 @@ impl Pipeline {
         let stages = Stages::rebuild(&snapshot, &self.metrics, &self.stages.load());
         if let Some(config) = &snapshot.config {
             self.bus.set_limits(&config.topics);
+            self.bus.set_keeps(&config.keeps);
         }
         self.registry.publish(snapshot);
         self.stages.store(Arc::new(stages));
@@ -542,59 +556,84 @@ impl Pipeline {
     pub async fn publish_topic(
         &self,
         topic: &str,
-        mut req: Request,
+        req: Request,
         body: Body,
     ) -> Result<Response, PipelineError> {
-        let stages = self.stages.load_full();
-        req.agent = "topics".into();
-        let span = self.enter("topics", &mut req);
-        let chain = stages.chains.topics().map_err(unserved)?;
         let mut gate = default_gate();
         gate.body_limit = self.bus.max_payload();
         let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
             let result = self.bus.publish(topic, req.body, 0, req.trace.as_ref());
             Box::pin(async move {
                 let queued = result.map_err(PipelineError::Topic)?;
-                let body = serde_json::json!({ "topic": topic, "queued": queued }).to_string();
-                let mut headers = http::HeaderMap::new();
-                headers.insert(
-                    http::header::CONTENT_TYPE,
-                    http::HeaderValue::from_static("application/json"),
-                );
-                Ok(Response::new(
-                    http::StatusCode::ACCEPTED,
-                    headers,
-                    body.into(),
-                ))
+                let body = serde_json::json!({ "topic": topic, "queued": queued });
+                Ok(json_response(http::StatusCode::ACCEPTED, &body))
             })
         };
-        let result = self
-            .guarded("topics", chain, &gate, req, body, answer)
-            .await;
-        traced(span, &result);
-        counted(self.metrics.unnamed(), result)
+        self.at_topics(req, body, gate, answer).await
     }
 
     /// A client's watch of `pattern` as server-sent events, after the
-    /// top-level filters.
+    /// top-level filters. With a `Last-Event-ID` header (or `?after=ID`)
+    /// it first replays what kept topics received after that id.
     pub async fn watch_topic(
         &self,
         pattern: &str,
-        mut req: Request,
+        req: Request,
     ) -> Result<Response, PipelineError> {
+        let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
+            let after = resume_after(&req);
+            let watch = self.bus.watch(pattern, WATCH_QUEUE, WATCH_QUEUE_BYTES);
+            let keeping = self.bus.keeping();
+            Box::pin(async move {
+                let after = after?;
+                let watch = watch.map_err(PipelineError::Topic)?;
+                Ok(crate::topics::watch_response(watch, keeping, after))
+            })
+        };
+        let body = Body::Ready(bytes::Bytes::new());
+        self.at_topics(req, body, default_gate(), answer).await
+    }
+
+    /// A client's read of what kept topics matching `pattern` received
+    /// (`GET /topics/{pattern}/messages?…`), after the top-level filters:
+    /// one page as JSON.
+    pub async fn read_topic(&self, pattern: &str, req: Request) -> Result<Response, PipelineError> {
+        use crate::topics::read::{ReadError, page_json, parse_query};
+        let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
+            let checked = crate::topics::Pattern::parse(pattern)
+                .map_err(|e| PipelineError::Topic(e.into()))
+                .and_then(|_| Ok(parse_query(pattern, &req.query)?));
+            let keeping = self.bus.keeping().filter(|k| k.overlaps(pattern));
+            Box::pin(async move {
+                let query = checked?;
+                let keeping = keeping.ok_or_else(|| ReadError::NotKept(pattern.into()))?;
+                let page = keeping.history.read(query).await.map_err(ReadError::from)?;
+                Ok(json_response(
+                    http::StatusCode::OK,
+                    &page_json(pattern, &page),
+                ))
+            })
+        };
+        let body = Body::Ready(bytes::Bytes::new());
+        self.at_topics(req, body, default_gate(), answer).await
+    }
+
+    /// A request to the topics (a publish, a watch, a read) through the
+    /// top-level filters to `answer`, traced and counted.
+    async fn at_topics<'s, F>(
+        &'s self,
+        mut req: Request,
+        body: Body,
+        gate: Gate<'_>,
+        answer: F,
+    ) -> Result<Response, PipelineError>
+    where
+        F: FnOnce(Request) -> BoxFuture<'s, Result<Response, PipelineError>>,
+    {
         let stages = self.stages.load_full();
         req.agent = "topics".into();
         let span = self.enter("topics", &mut req);
         let chain = stages.chains.topics().map_err(unserved)?;
-        let gate = default_gate();
-        let answer = |_req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
-            let watch = self.bus.watch(pattern, WATCH_QUEUE, WATCH_QUEUE_BYTES);
-            Box::pin(async move {
-                let watch = watch.map_err(PipelineError::Topic)?;
-                Ok(crate::compose::watch_response(watch, pattern))
-            })
-        };
-        let body = Body::Ready(bytes::Bytes::new());
         let result = self
             .guarded("topics", chain, &gate, req, body, answer)
             .await;
@@ -703,6 +742,36 @@ fn unserved(why: &str) -> PipelineError {
 
 /// Events, and payload bytes, a client's watch holds before it drops the
 /// oldest.
+/// A JSON answer.
+fn json_response(status: http::StatusCode, body: &serde_json::Value) -> Response {
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Response::new(status, headers, body.to_string().into())
+}
+
+/// The id a watcher resumes after: its `Last-Event-ID` header (as an
+/// `EventSource` sends on reconnecting), else `?after=ID`.
+fn resume_after(req: &Request) -> Result<Option<u64>, PipelineError> {
+    let given = match req.headers.get("last-event-id") {
+        Some(v) => Some(("Last-Event-ID", v.to_str().unwrap_or("").trim().to_string())),
+        None => form_urlencoded::parse(req.query.as_bytes())
+            .find(|(k, _)| k == "after")
+            .map(|(_, v)| ("after", v.into_owned())),
+    };
+    let Some((name, text)) = given else {
+        return Ok(None);
+    };
+    text.parse().map(Some).map_err(|_| {
+        PipelineError::TopicRead(crate::topics::read::ReadError::Param {
+            name: name.into(),
+            reason: format!("`{text}` is not a message id"),
+        })
+    })
+}
+
 const WATCH_QUEUE: usize = 1024;
 const WATCH_QUEUE_BYTES: usize = 4 << 20;
 

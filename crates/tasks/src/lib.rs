@@ -3,10 +3,14 @@
 //! [`TaskStore`] trait is what the host's A2A transport uses;
 //! [`SqliteStore`] keeps tasks, their history, artifacts and push configs in an embedded
 //! SQLite database, so a restart keeps every task; [`PgStore`] keeps them in
-//! PostgreSQL, shared by the nodes of a cluster.
+//! PostgreSQL, shared by the nodes of a cluster. [`history::History`]
+//! keeps the messages of the topics a `topic` block names, in its own
+//! SQLite file beside the tasks.
 
 #![deny(missing_docs)]
 
+pub mod history;
+mod lockfile;
 mod pg_writer;
 mod postgres;
 mod sqlite;

@@ -76,51 +76,20 @@ pub struct SqliteStore {
     _lock: std::fs::File,
 }
 
-/// Locks `PATH.lock` for this process, or says which process holds it:
-/// two processes writing one store would each believe the other's
-/// running tasks were left behind by a crash.
-fn lock(path: &std::path::Path) -> Result<std::fs::File, StoreError> {
-    use std::io::{Read, Seek, Write};
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    let open_err = |e: std::io::Error| StoreError::Open {
-        path: path.to_path_buf(),
-        reason: format!("cannot make its lock file: {e}"),
-    };
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&name)
-        .map_err(open_err)?;
-    // A store this same process still holds is one being closed (a
-    // restart within the process): it is waited for, briefly.
-    let patience = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        match file.try_lock() {
-            Ok(()) => break,
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let mut said = String::new();
-                let _ = file.rewind();
-                let _ = file.read_to_string(&mut said);
-                let holder: Option<u32> = said.trim().parse().ok();
-                if holder == Some(std::process::id()) && std::time::Instant::now() < patience {
-                    std::thread::sleep(Duration::from_millis(20));
-                    continue;
-                }
-                return Err(StoreError::Held {
-                    path: path.to_path_buf(),
-                    holder,
-                });
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(open_err(e)),
-        }
-    }
-    let _ = file.set_len(0);
-    let _ = file.rewind();
-    let _ = write!(file, "{}", std::process::id());
-    Ok(file)
+/// Locks `PATH.lock` for this store: two processes writing one store
+/// would each believe the other's running tasks were left behind by a
+/// crash.
+fn lock(path: &Path) -> Result<std::fs::File, StoreError> {
+    crate::lockfile::lock(path).map_err(|e| match e {
+        crate::lockfile::Locked::Held(holder) => StoreError::Held {
+            path: path.to_path_buf(),
+            holder,
+        },
+        crate::lockfile::Locked::Io(e) => StoreError::Open {
+            path: path.to_path_buf(),
+            reason: format!("cannot make its lock file: {e}"),
+        },
+    })
 }
 
 impl SqliteStore {

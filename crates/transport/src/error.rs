@@ -15,6 +15,8 @@ use wharf_core::request::BodyError;
 use wharf_core::streams::StreamRefusal;
 use wharf_filters::{FailureKind, FilterFailure};
 use wharf_pipeline::PipelineError;
+use wharf_pipeline::topics::BusError;
+use wharf_pipeline::topics::read::ReadError;
 use wharf_routing::RouteError;
 use wharf_runtime::CallError;
 
@@ -79,7 +81,13 @@ impl From<&PipelineError> for ApiError {
         match err {
             PipelineError::AgentNotFound(name) => ApiError::agent_not_found(name),
             PipelineError::AgentRefused(..) => said("agent_refused", err.to_string()),
+            PipelineError::Topic(BusError::History(why)) => said("topic_history", why.to_string()),
             PipelineError::Topic(why) => said("bad_topic", why.to_string()),
+            PipelineError::TopicRead(ReadError::NotKept(_)) => said("not_kept", err.to_string()),
+            PipelineError::TopicRead(ReadError::History(why)) => {
+                said("topic_history", why.to_string())
+            }
+            PipelineError::TopicRead(why) => said("bad_query", why.to_string()),
             PipelineError::Composition(_, why) => said("pipeline_failed", why.clone()),
             PipelineError::Forward(forward) => {
                 let code = match forward {

@@ -204,8 +204,9 @@ pub(crate) async fn call_agent(
 }
 
 /// `POST /topics/{topic}` publishes the body; `GET /topics/{pattern}`
-/// answers the events of matching topics as server-sent events. Both pass
-/// the top-level filters.
+/// answers the events of matching topics as server-sent events;
+/// `GET /topics/{pattern}/messages` reads back what kept topics received.
+/// All pass the top-level filters.
 pub(crate) async fn topics(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
@@ -218,7 +219,10 @@ pub(crate) async fn topics(
     traced(&id, span, async {
         let result = match method {
             http::Method::POST => state.pipeline.publish_topic(&name, request, body).await,
-            http::Method::GET => state.pipeline.watch_topic(&name, request).await,
+            http::Method::GET => match name.strip_suffix("/messages") {
+                Some(pattern) => state.pipeline.read_topic(pattern, request).await,
+                None => state.pipeline.watch_topic(&name, request).await,
+            },
             _ => return StatusCode::METHOD_NOT_ALLOWED.into_response(),
         };
         answer(result)

@@ -220,6 +220,16 @@ impl Reloader {
             .filter(|r| !previous.refused.contains(r))
             .count();
         self.metrics.refused.increment(new_refusals as u64);
+        let bus = self.state.pipeline.bus();
+        if !config.keeps.is_empty() && !bus.has_history() {
+            match crate::app::open_history(&config).await {
+                Ok(Some(history)) => bus.attach_history(history),
+                Ok(None) => {}
+                Err(err) => {
+                    tracing::error!(error = %err, "the topic history cannot be opened: nothing is kept")
+                }
+            }
+        }
         self.state.pipeline.publish(snapshot);
         self.config = config;
         self.metrics.applied[usize::from(is_config)].increment(1);

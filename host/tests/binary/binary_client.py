@@ -197,10 +197,29 @@ def publishes_reach_a_watcher():
         if line.startswith(b"data: "):
             events.append(json.loads(line[6:]))
     watch.close()
-    assert events == [
+    assert [{k: v for k, v in e.items() if k != "id"} for e in events] == [
         {"topic": "binary.news", "payload": "/wByYXc=", "encoding": "base64"},
         {"topic": "binary.after", "payload": "ok"},
     ], events
+
+
+def kept_messages_are_read_back():
+    import json
+    with Client(SOCK) as c:
+        for n in range(3):
+            assert c.publish("binary.kept", "k%d" % n)["status"] == 202
+        a = c.read("binary.>", order="newest", limit=2, match="^k")
+        assert a["status"] == 200, a
+        page = json.loads(a["body"])
+        assert [m["payload"] for m in page["messages"]] == ["k2", "k1"], page
+        # The cursor pages on, over the same frames.
+        rest = json.loads(c.read("binary.>", order="newest", before=page["next"], match="^k")["body"])
+        assert [m["payload"] for m in rest["messages"]] == ["k0"], rest
+        expect_error(lambda: c.read("binary.>", limit=0), 400, "bad_query")
+        expect_error(lambda: c.read("nothing.kept"), 404, "not_kept")
+        put = {"id": 99001, "topic": "binary.kept", "method": "PUT"}
+        c.send_payload(msgpack.packb(put, use_bin_type=True))
+        expect_error(lambda: c.answer(99001), 400, "bad_frame")
 
 
 def metrics_count_the_transport():

@@ -35,7 +35,8 @@ async fn the_python_client_drives_the_binary_transport() {
     let dir = agents_dir(&["echo", "counter", "spin", "headers", "waf"]);
     let sockets = tempfile::tempdir().unwrap();
     let socket = sockets.path().join("wharf.sock");
-    let server = Server::start(binary_config(dir.path(), &socket, "")).await;
+    let kept = r#"topic "binary.kept" { keep 10; }"#;
+    let server = Server::start(binary_config(dir.path(), &socket, kept)).await;
     let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
     assert_eq!(
         mode & 0o777,

@@ -321,6 +321,28 @@ pub async fn open(
         .uri(url)
         .body(Full::new(Bytes::from(body)))
         .unwrap();
+    opened(client, req, url).await
+}
+
+/// As [`open`], with `headers` and no body.
+pub async fn open_with(
+    client: &HttpClient,
+    method: Method,
+    url: &str,
+    headers: &[(&str, &str)],
+) -> http::Response<hyper::body::Incoming> {
+    let mut req = http::Request::builder().method(method).uri(url);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    opened(client, req.body(Full::new(Bytes::new())).unwrap(), url).await
+}
+
+async fn opened(
+    client: &HttpClient,
+    req: http::Request<Full<Bytes>>,
+    url: &str,
+) -> http::Response<hyper::body::Incoming> {
     tokio::time::timeout(std::time::Duration::from_secs(60), client.request(req))
         .await
         .expect("a head within 60 s")

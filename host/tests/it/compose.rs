@@ -387,6 +387,11 @@ async fn the_embedded_default_composes_and_subscribes() {
         event.contains(r#""topic":"audit.orders.created""#),
         "{event}"
     );
+    // orders.> is kept: read back, newest first.
+    let kept = get(&server.url("/topics/orders.%3E/messages?order=newest")).await;
+    let kept = kept.json();
+    assert_eq!(kept["messages"][0]["payload"], r#"{"id":1}"#);
+    assert_eq!(kept["messages"][0]["topic"], "orders.created");
     // The WAF stands in front of topics too.
     let sqli = post(
         &server.url("/topics/orders.created?q=1%27%20OR%20%271%27=%271"),

@@ -22,6 +22,7 @@ mod filters;
 mod hazards;
 mod headers;
 mod http;
+mod kept;
 mod lang;
 mod operability;
 mod pg_store;

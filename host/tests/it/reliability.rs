@@ -172,6 +172,7 @@ fn place(key: &str, value: &str) -> String {
             format!("tasks {{ {key} {v} }}")
         }
         "max-payload" | "max-hops" => format!("topics {{ {key} {v} }}"),
+        "keep" | "for" => format!("topic \"kept.>\" {{ {key} {v} }}"),
         "queue-bytes" => {
             format!("agent \"sub\" {{ subscribe \"t.>\" {{ queue-bytes {v} }} }}")
         }

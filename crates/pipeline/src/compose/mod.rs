@@ -12,13 +12,12 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use futures_util::StreamExt;
 use http::{HeaderValue, Method};
 use metrics::{Counter, Histogram, Label};
 
 pub use flow::run;
 
-use crate::topics::{BusError, Deliver, Event, Watch, sse_frame};
+use crate::topics::{BusError, Deliver, Event};
 use crate::{Pipeline, PipelineError};
 use wharf_core::metrics::{Metrics, counter, histogram};
 use wharf_core::request::{Body, Hop, PeerError, Peers, PublishError, Request, Response};
@@ -336,36 +335,4 @@ fn admit(
 
 fn not_found(callee: &str) -> PeerError {
     PeerError::NotFound(format!("no agent or pipeline named `{callee}` is loaded"))
-}
-
-/// A watch as a server-sent-events response: a comment first, then each
-/// event as it comes.
-pub fn watch_response(watch: Watch, pattern: &str) -> Response {
-    let hello = Bytes::from(format!(": watching {pattern}\n\n"));
-    let events = futures_util::stream::unfold(watch, |watch| async move {
-        let event = watch.next().await?;
-        Some((Ok(sse_frame(&event)), watch))
-    });
-    let stream = futures_util::stream::once(async move { Ok(hello) }).chain(events);
-    Response::event_stream(Box::pin(Unsync(sync_wrapper::SyncWrapper::new(Box::pin(
-        stream,
-    )))))
-}
-
-type EventStream =
-    std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send>>;
-
-/// A `Send` stream made `Sync` for the response body (it is only ever
-/// polled through `&mut`).
-struct Unsync(sync_wrapper::SyncWrapper<EventStream>);
-
-impl futures_util::Stream for Unsync {
-    type Item = Result<Bytes, std::io::Error>;
-
-    fn poll_next(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        self.get_mut().0.get_mut().as_mut().poll_next(cx)
-    }
 }

@@ -17,6 +17,8 @@
 
 mod pattern;
 mod queue;
+pub mod read;
+mod resume;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -43,6 +45,9 @@ pub enum BusError {
         /// The host's `max-hops`.
         max: u32,
     },
+    /// The topic is kept and its history refused or failed the write.
+    #[error(transparent)]
+    History(#[from] HistoryError),
     /// The payload is over the host's `max-payload`.
     #[error("a payload of {len} bytes is over this host's `max-payload` of {max}")]
     TooLarge {
@@ -53,9 +58,12 @@ pub enum BusError {
     },
 }
 pub use queue::{Event, Queue, QueueCounters};
+pub use resume::watch_response;
 
-use wharf_config::{Overflow, Subscription, Topics};
+use arc_swap::ArcSwapOption;
+use wharf_config::{Overflow, Subscription, TopicKeep, Topics};
 use wharf_core::metrics::{Metrics, counter};
+use wharf_tasks::history::{History, HistoryError};
 
 type BoxFuture<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -87,6 +95,35 @@ pub struct Bus {
     /// The most republishes in a row an event may go through
     /// (`topics { max-hops }`).
     max_hops: AtomicU32,
+    /// The kept topics and where they are kept, once a `topic` block
+    /// asks for it: read on every publish.
+    keeping: ArcSwapOption<Keeping>,
+    /// The history attached and the `topic` blocks in force, from which
+    /// `keeping` is made.
+    kept: Mutex<(Option<Arc<History>>, Vec<TopicKeep>)>,
+}
+
+/// Which topics are kept, and the history that keeps them.
+pub struct Keeping {
+    /// Where their messages are written.
+    pub history: Arc<History>,
+    /// The `topic` blocks' patterns, in the order written.
+    patterns: Vec<Arc<str>>,
+}
+
+impl Keeping {
+    /// The pattern a message to `topic` is kept under: the first that
+    /// matches it.
+    fn keep_for(&self, topic: &str) -> Option<&Arc<str>> {
+        self.patterns.iter().find(|p| matches(p, topic))
+    }
+
+    /// Whether some kept pattern may match a topic `pattern` matches.
+    pub fn overlaps(&self, pattern: &str) -> bool {
+        self.patterns
+            .iter()
+            .any(|p| wharf_config::topic::overlap(p, pattern))
+    }
 }
 
 impl Bus {
@@ -98,7 +135,59 @@ impl Bus {
             metrics,
             max_payload: AtomicUsize::new(Topics::default().max_payload),
             max_hops: AtomicU32::new(Topics::default().max_hops as u32),
+            keeping: ArcSwapOption::empty(),
+            kept: Mutex::new((None, Vec::new())),
         }
+    }
+
+    /// Keeps the messages of the topics `keeps` lists from now on, in the
+    /// history attached (none is kept until one is).
+    pub fn set_keeps(&self, keeps: &[TopicKeep]) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.1 = keeps.to_vec();
+        self.apply_keeps(&kept);
+    }
+
+    /// Keeps messages in `history` from now on.
+    pub fn attach_history(&self, history: Arc<History>) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.0 = Some(history);
+        self.apply_keeps(&kept);
+    }
+
+    /// Whether a history is attached.
+    pub fn has_history(&self) -> bool {
+        self.kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .is_some()
+    }
+
+    fn apply_keeps(&self, (history, keeps): &(Option<Arc<History>>, Vec<TopicKeep>)) {
+        let Some(history) = history else {
+            self.keeping.store(None);
+            return;
+        };
+        if let Err(e) = history.set_keeps(keeps.clone()) {
+            tracing::error!(error = %e, "the topic history cannot take its new limits");
+        }
+        if keeps.is_empty() {
+            self.keeping.store(None);
+            return;
+        }
+        let patterns = keeps
+            .iter()
+            .map(|k| Arc::from(k.pattern.as_str()))
+            .collect();
+        let history = history.clone();
+        self.keeping
+            .store(Some(Arc::new(Keeping { history, patterns })));
+    }
+
+    /// The kept topics and their history, when there are any.
+    pub fn keeping(&self) -> Option<Arc<Keeping>> {
+        self.keeping.load_full()
     }
 
     /// Applies `topics { max-payload; max-hops }` from now on.
@@ -137,10 +226,16 @@ impl Bus {
                 max,
             });
         }
+        let keeping = self.keeping.load();
+        let id = match keeping.as_ref().and_then(|k| Some((k, k.keep_for(topic)?))) {
+            Some((keeping, keep)) => Some(keeping.history.append(keep, topic, &payload)?.0),
+            None => None,
+        };
         let event = Arc::new(Event {
             topic: topic.into(),
             payload,
             hops,
+            id,
             published: Instant::now(),
             trace: trace.cloned(),
         });
@@ -271,6 +366,11 @@ impl Watch {
     pub async fn next(&self) -> Option<Arc<Event>> {
         self.sub.queue.pop().await
     }
+
+    /// The pattern watched.
+    pub fn pattern(&self) -> &str {
+        self.sub.pattern.as_str()
+    }
 }
 
 impl Drop for Watch {
@@ -280,19 +380,46 @@ impl Drop for Watch {
 }
 
 /// An event as one server-sent event: `event: message`, and as data a JSON
-/// object with the topic and the payload (text when it is UTF-8, else
-/// base64 with `"encoding":"base64"`).
+/// object with the topic and the payload (see [`message_json`]); a kept
+/// event has its id as the event's `id`, which a watcher resumes after.
 pub fn sse_frame(event: &Event) -> Bytes {
+    let data = message_json(&event.topic, &event.payload, event.id, None);
+    match event.id {
+        Some(id) => Bytes::from(format!("id: {id}\nevent: message\ndata: {data}\n\n")),
+        None => Bytes::from(format!("event: message\ndata: {data}\n\n")),
+    }
+}
+
+/// A message as JSON: its topic, its payload (text when it is UTF-8, else
+/// base64 with `"encoding":"base64"`), and for a kept one its `id` and
+/// when it was `published` (RFC 3339).
+pub fn message_json(
+    topic: &str,
+    payload: &[u8],
+    id: Option<u64>,
+    published_ms: Option<i64>,
+) -> serde_json::Value {
     use base64::Engine;
-    let data = match std::str::from_utf8(&event.payload) {
-        Ok(text) => serde_json::json!({ "topic": &*event.topic, "payload": text }),
-        Err(_) => serde_json::json!({
-            "topic": &*event.topic,
-            "payload": base64::engine::general_purpose::STANDARD.encode(&event.payload),
-            "encoding": "base64",
-        }),
-    };
-    Bytes::from(format!("event: message\ndata: {data}\n\n"))
+    let mut data = serde_json::Map::new();
+    if let Some(id) = id {
+        data.insert("id".into(), id.into());
+    }
+    data.insert("topic".into(), topic.into());
+    if let Some(ms) = published_ms {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+        data.insert("published".into(), wharf_core::time::rfc3339(at).into());
+    }
+    match std::str::from_utf8(payload) {
+        Ok(text) => {
+            data.insert("payload".into(), text.into());
+        }
+        Err(_) => {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(payload);
+            data.insert("payload".into(), b64.into());
+            data.insert("encoding".into(), "base64".into());
+        }
+    }
+    serde_json::Value::Object(data)
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ pub struct Event {
     /// Which republish in a row it is: 0 when no delivered event led to
     /// its publish; its deliveries serve requests one further.
     pub hops: u32,
+    /// Its id in the topic history, when its topic is kept.
+    pub id: Option<u64>,
     /// When it was published.
     pub published: Instant,
     /// The span that published it, when the host exports traces: its
@@ -176,6 +178,7 @@ mod tests {
             topic: "t".into(),
             payload: Bytes::from(vec![n]),
             hops: 0,
+            id: None,
             published: Instant::now(),
             trace: None,
         })
@@ -212,6 +215,7 @@ mod tests {
                 topic: "t".into(),
                 payload: Bytes::from(vec![n; len]),
                 hops: 0,
+                id: None,
                 published: Instant::now(),
                 trace: None,
             })

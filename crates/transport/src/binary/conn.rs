@@ -180,6 +180,8 @@ impl<R: AsyncRead + Unpin> Frames<R> {
     }
 }
 
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
 /// Runs one frame's request and encodes its answer (or error) as the
 /// pieces of one frame.
 async fn answer(shared: &Shared, frame: Bytes, client: Option<SocketAddr>) -> Vec<Bytes> {
@@ -203,22 +205,34 @@ async fn answer(shared: &Shared, frame: Bytes, client: Option<SocketAddr>) -> Ve
     let body = request::Body::Ready(body_of(&req, &frame));
     let request_id = neutral.id.clone();
     let pipeline = &shared.state.pipeline;
-    let result = match req.target {
-        Target::Agent(agent) => {
-            let span = neutral.span(agent);
-            let run = pipeline.handle(agent, neutral, body);
-            tokio::time::timeout(shared.request_timeout, run)
-                .instrument(span)
-                .await
-        }
-        Target::Topic(topic) => {
-            let span = neutral.span("topics");
-            let run = pipeline.publish_topic(topic, neutral, body);
-            tokio::time::timeout(shared.request_timeout, run)
-                .instrument(span)
-                .await
-        }
+    // A `topic` frame publishes (POST, the default) or reads back (GET).
+    let (span, run): (_, BoxFuture<'_, _>) = match req.target {
+        Target::Agent(agent) => (
+            neutral.span(agent),
+            Box::pin(pipeline.handle(agent, neutral, body)),
+        ),
+        Target::Topic(topic) => match neutral.method {
+            Method::POST => (
+                neutral.span("topics"),
+                Box::pin(pipeline.publish_topic(topic, neutral, body)),
+            ),
+            Method::GET => (
+                neutral.span("topics"),
+                Box::pin(pipeline.read_topic(topic, neutral)),
+            ),
+            _ => {
+                shared.metrics.fault("bad_frame");
+                shared.transport_answer(400);
+                let message = "a `topic` request's `method` is POST (publish) or GET (read back)";
+                return vec![
+                    frame::error_frame(Some(id), 400, "bad_frame", message, None).freeze(),
+                ];
+            }
+        },
     };
+    let result = tokio::time::timeout(shared.request_timeout, run)
+        .instrument(span)
+        .await;
     let resp = match result {
         Ok(result) => crate::error::outcome(result),
         Err(_) => Err({

@@ -1,0 +1,351 @@
+//! Topic history: the messages of topics a `topic` block keeps, in their
+//! own SQLite file (WAL, one writer thread committing queued appends in
+//! batches), each with an id that only grows, so a client can read them
+//! back by cursor, time and content and a watcher can resume after the
+//! last id it saw.
+//!
+//! Ids are never reused, even after a crash lost appends that were queued
+//! but not committed: a store opens at `max(last id + 1, now in µs)`.
+//! Each message's time is never earlier than the one before it, so a time
+//! range is an id range.
+
+mod query;
+mod writer;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rusqlite::{Connection, OpenFlags};
+
+pub use query::{Kept, MAX_LIMIT, MAX_SCAN, Page, Query};
+pub use wharf_config::TopicKeep;
+use writer::{Op, Row, Writer};
+
+/// The schema this build writes; a file with a higher version is refused.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS messages (
+    id           INTEGER PRIMARY KEY,
+    keep         TEXT    NOT NULL,
+    topic        TEXT    NOT NULL,
+    published_ms INTEGER NOT NULL,
+    payload      BLOB    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_keep ON messages (keep, id);
+CREATE INDEX IF NOT EXISTS messages_by_topic ON messages (topic, id);
+CREATE INDEX IF NOT EXISTS messages_by_time ON messages (published_ms);
+CREATE TABLE IF NOT EXISTS trimmed (
+    keep    TEXT    PRIMARY KEY,
+    through INTEGER NOT NULL
+);
+PRAGMA user_version = 1;
+";
+
+/// Most idle read connections kept.
+const MAX_IDLE_READERS: usize = 4;
+
+/// Payload bytes queued for the writer at most, by default: past it a
+/// publish to a kept topic is refused rather than held in memory.
+pub const DEFAULT_MAX_BACKLOG: usize = 64 << 20;
+
+/// Why the history refused or failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HistoryError {
+    /// The file could not be opened or is not one Wharf can use.
+    #[error("cannot open the topic history `{}`: {reason}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// Another process has the file open.
+    #[error(
+        "the topic history `{}` is in use by another Wharf process{}: give this one its own task store (`tasks {{ path \"…\" }}`, the history sits beside it) or stop the other",
+        path.display(),
+        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    )]
+    Held {
+        /// The file.
+        path: PathBuf,
+        /// The process holding it, when it said.
+        holder: Option<u32>,
+    },
+    /// A read or write failed.
+    #[error("topic history: {0}")]
+    Database(String),
+    /// The writer is behind by more than it may hold.
+    #[error(
+        "the topic history is {queued} bytes behind its disk (at most {max}): try again shortly"
+    )]
+    Backlog {
+        /// Payload bytes queued.
+        queued: usize,
+        /// The most it holds.
+        max: usize,
+    },
+    /// The history is closed.
+    #[error("the topic history is closed")]
+    Closed,
+}
+
+pub(crate) fn db(e: rusqlite::Error) -> HistoryError {
+    HistoryError::Database(e.to_string())
+}
+
+/// The next id to give and the time of the last message.
+struct Tail {
+    next: u64,
+    last_ms: i64,
+    tx: Sender<Op>,
+}
+
+/// Kept topic messages in one SQLite file.
+pub struct History {
+    path: PathBuf,
+    tail: Mutex<Tail>,
+    /// Payload bytes queued and not yet written.
+    backlog: Arc<AtomicUsize>,
+    max_backlog: usize,
+    /// The highest id the writer has finished with (committed, or failed
+    /// and logged).
+    settled: tokio::sync::watch::Receiver<u64>,
+    /// Per kept pattern, the highest id retention has deleted.
+    trimmed: Arc<Mutex<HashMap<String, u64>>>,
+    readers: Mutex<Vec<Connection>>,
+    writer: Option<JoinHandle<()>>,
+    /// Appends whose commit failed (each batch is also logged).
+    pub failed_writes: Arc<AtomicU64>,
+    _lock: std::fs::File,
+}
+
+impl History {
+    /// Opens (creating when absent) the history at `path`, keeping what
+    /// `keeps` lists; at most `max_backlog` payload bytes wait for the disk.
+    pub fn open(
+        path: &Path,
+        keeps: Vec<TopicKeep>,
+        max_backlog: usize,
+    ) -> Result<History, HistoryError> {
+        let open_err = |reason: String| HistoryError::Open {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| open_err(e.to_string()))?;
+        }
+        let lock = crate::lockfile::lock(path).map_err(|e| match e {
+            crate::lockfile::Locked::Held(holder) => HistoryError::Held {
+                path: path.to_path_buf(),
+                holder,
+            },
+            crate::lockfile::Locked::Io(e) => open_err(format!("cannot make its lock file: {e}")),
+        })?;
+        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| open_err(e.to_string()))?;
+        if version > SCHEMA_VERSION {
+            return Err(open_err(format!(
+                "it was written by a newer Wharf (schema {version}; this one knows {SCHEMA_VERSION})"
+            )));
+        }
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .map_err(|e| open_err(e.to_string()))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(open_err(format!("WAL mode is unavailable (got `{mode}`)")));
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .and_then(|()| conn.busy_timeout(Duration::from_secs(5)))
+            .and_then(|()| conn.execute_batch(SCHEMA))
+            .map_err(|e| open_err(e.to_string()))?;
+        let state = writer::State::load(&conn).map_err(|e| open_err(e.to_string()))?;
+        let next = (state.last_id + 1).max(now_micros());
+        let trimmed = Arc::new(Mutex::new(state.trimmed.clone()));
+        let (settled_tx, settled) = tokio::sync::watch::channel(next - 1);
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let failed_writes = Arc::new(AtomicU64::new(0));
+        let (tx, rx) = mpsc::channel();
+        let last_ms = state.last_ms;
+        let writer = Writer {
+            conn,
+            keeps,
+            counts: state.counts,
+            trimmed: trimmed.clone(),
+            settled: settled_tx,
+            backlog: backlog.clone(),
+            failed: failed_writes.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("wharf-topics-writer".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| open_err(e.to_string()))?;
+        Ok(History {
+            path: path.to_path_buf(),
+            tail: Mutex::new(Tail { next, last_ms, tx }),
+            backlog,
+            max_backlog,
+            settled,
+            trimmed,
+            readers: Mutex::new(Vec::new()),
+            writer: Some(handle),
+            failed_writes,
+            _lock: lock,
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Queues `payload`, published to `topic` and kept under the pattern
+    /// `keep`; answers its id and time (ms since the epoch). The write is
+    /// committed shortly after, with others queued meanwhile.
+    pub fn append(
+        &self,
+        keep: &Arc<str>,
+        topic: &str,
+        payload: &Bytes,
+    ) -> Result<(u64, i64), HistoryError> {
+        let queued = self.backlog.load(Ordering::Relaxed);
+        if queued + payload.len() > self.max_backlog {
+            return Err(HistoryError::Backlog {
+                queued,
+                max: self.max_backlog,
+            });
+        }
+        let mut tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        let id = tail.next;
+        let published_ms = now_ms().max(tail.last_ms);
+        self.backlog.fetch_add(payload.len(), Ordering::Relaxed);
+        let row = Row {
+            id,
+            keep: keep.clone(),
+            topic: topic.into(),
+            published_ms,
+            payload: payload.clone(),
+        };
+        if tail.tx.send(Op::Append(row)).is_err() {
+            self.backlog.fetch_sub(payload.len(), Ordering::Relaxed);
+            return Err(HistoryError::Closed);
+        }
+        tail.next += 1;
+        tail.last_ms = published_ms;
+        Ok((id, published_ms))
+    }
+
+    /// The last id given (0-based ids start near the time the file was
+    /// opened, in µs).
+    pub fn last_id(&self) -> u64 {
+        self.tail.lock().unwrap_or_else(|e| e.into_inner()).next - 1
+    }
+
+    /// Keeps what `keeps` lists from now on: messages kept under a pattern
+    /// no longer listed are deleted at the next retention pass.
+    pub fn set_keeps(&self, keeps: Vec<TopicKeep>) -> Result<(), HistoryError> {
+        self.send(Op::Keeps(keeps))
+    }
+
+    /// Applies retention now; answers how many messages it deleted. The
+    /// writer also applies it on its own, at least once a second.
+    pub fn retain_now(&self) -> Result<u64, HistoryError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.send(Op::Retain(tx))?;
+        rx.recv().map_err(|_| HistoryError::Closed)?
+    }
+
+    /// The highest id retention deleted among the kept patterns for which
+    /// `wanted` is true, when it is above `after`: what a reader resuming
+    /// after `after` may have lost.
+    pub fn lost_after(&self, after: u64, wanted: impl Fn(&str) -> bool) -> Option<u64> {
+        let trimmed = self.trimmed.lock().unwrap_or_else(|e| e.into_inner());
+        trimmed
+            .iter()
+            .filter(|(keep, through)| **through > after && wanted(keep))
+            .map(|(_, through)| *through)
+            .max()
+    }
+
+    /// Waits until every message given an id up to `id` is written (or
+    /// its write has failed).
+    pub async fn settled_through(&self, id: u64) -> Result<(), HistoryError> {
+        let mut settled = self.settled.clone();
+        settled
+            .wait_for(|s| *s >= id)
+            .await
+            .map(|_| ())
+            .map_err(|_| HistoryError::Closed)
+    }
+
+    /// Answers `query` over what is written, once every message published
+    /// before the call is (reads never miss an answered publish).
+    pub async fn read(self: &Arc<Self>, query: Query) -> Result<Page, HistoryError> {
+        self.settled_through(self.last_id()).await?;
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = me.reader()?;
+            let page = query::run(&conn, &query);
+            me.give_back(conn);
+            page
+        })
+        .await
+        .map_err(|_| HistoryError::Closed)?
+    }
+
+    fn send(&self, op: Op) -> Result<(), HistoryError> {
+        let tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        tail.tx.send(op).map_err(|_| HistoryError::Closed)
+    }
+
+    fn reader(&self) -> Result<Connection, HistoryError> {
+        let pooled = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        if let Some(conn) = pooled {
+            return Ok(conn);
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&self.path, flags).map_err(db)?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(db)?;
+        Ok(conn)
+    }
+
+    fn give_back(&self, conn: Connection) {
+        let mut idle = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < MAX_IDLE_READERS {
+            idle.push(conn);
+        }
+    }
+}
+
+impl Drop for History {
+    /// Closes the queue and waits for the writer to commit what it holds.
+    fn drop(&mut self) {
+        let (closed, _) = mpsc::channel();
+        let tail = self.tail.get_mut().unwrap_or_else(|e| e.into_inner());
+        drop(std::mem::replace(&mut tail.tx, closed));
+        if let Some(handle) = self.writer.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    crate::store::now_ms()
+}
+
+fn now_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_micros() as u64)
+}
+
+#[cfg(test)]
+mod tests;

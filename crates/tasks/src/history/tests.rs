@@ -1,0 +1,209 @@
+//! The history on a real file: ids, retention by count and age, reads by
+//! cursor, time and content, the scan bound, and a reopen.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::*;
+
+fn keep(pattern: &str, n: u64) -> TopicKeep {
+    TopicKeep {
+        pattern: pattern.into(),
+        keep: n,
+        age: None,
+    }
+}
+
+fn open(dir: &tempfile::TempDir, keeps: Vec<TopicKeep>) -> Arc<History> {
+    Arc::new(History::open(&dir.path().join("topics.db"), keeps, DEFAULT_MAX_BACKLOG).unwrap())
+}
+
+fn put(h: &History, keep: &str, topic: &str, payload: &str) -> u64 {
+    h.append(&Arc::from(keep), topic, &Bytes::from(payload.to_string()))
+        .unwrap()
+        .0
+}
+
+fn texts(page: &Page) -> Vec<String> {
+    page.messages
+        .iter()
+        .map(|m| String::from_utf8(m.payload.clone()).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reads_by_cursor_order_topic_and_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = open(&dir, vec![keep("a.>", 100)]);
+    let mut ids = Vec::new();
+    for n in 0..10 {
+        let topic = if n % 2 == 0 { "a.even" } else { "a.odd.x" };
+        ids.push(put(
+            &h,
+            "a.>",
+            topic,
+            &format!("m{n} {}", if n == 7 { "needle" } else { "hay" }),
+        ));
+    }
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+
+    let all = h.read(Query::new("a.>", 4)).await.unwrap();
+    assert_eq!(texts(&all), ["m0 hay", "m1 hay", "m2 hay", "m3 hay"]);
+    assert_eq!(all.next, Some(ids[3]));
+    let mut q = Query::new("a.>", 4);
+    q.after = all.next;
+    assert_eq!(texts(&h.read(q).await.unwrap())[0], "m4 hay");
+
+    let mut newest = Query::new("a.>", 2);
+    newest.newest_first = true;
+    let page = h.read(newest.clone()).await.unwrap();
+    assert_eq!(texts(&page), ["m9 hay", "m8 hay"]);
+    newest.before = page.next;
+    assert_eq!(
+        texts(&h.read(newest).await.unwrap()),
+        ["m7 needle", "m6 hay"]
+    );
+
+    let mut odd = Query::new("a.*.x", 100);
+    odd.contains = Some(b"needle".to_vec());
+    assert_eq!(texts(&h.read(odd).await.unwrap()), ["m7 needle"]);
+    let mut even = Query::new("a.even", 100);
+    even.regex = Some(regex::bytes::Regex::new(r"^m[2-4] ").unwrap());
+    assert_eq!(texts(&h.read(even).await.unwrap()), ["m2 hay", "m4 hay"]);
+    assert!(
+        h.read(Query::new("b.>", 10))
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_time_range_is_the_messages_published_within_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = open(&dir, vec![keep("t", 100)]);
+    put(&h, "t", "t", "early");
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let since = now_ms();
+    put(&h, "t", "t", "middle");
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let until = now_ms();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    put(&h, "t", "t", "late");
+    let mut q = Query::new("t", 100);
+    q.since_ms = Some(since);
+    q.until_ms = Some(until);
+    assert_eq!(texts(&h.read(q.clone()).await.unwrap()), ["middle"]);
+    q.until_ms = None;
+    assert_eq!(texts(&h.read(q.clone()).await.unwrap()), ["middle", "late"]);
+    q.since_ms = Some(now_ms() + 60_000);
+    assert!(h.read(q).await.unwrap().messages.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retention_keeps_the_newest_per_pattern_and_says_what_it_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = open(&dir, vec![keep("a", 3), keep("b", 100)]);
+    let a: Vec<u64> = (0..5).map(|n| put(&h, "a", "a", &n.to_string())).collect();
+    let b = put(&h, "b", "b", "kept");
+    h.settled_through(b).await.unwrap();
+    // The writer trims a pattern over its `keep` after each batch, on its
+    // own; asking makes sure it has.
+    h.retain_now().unwrap();
+    assert_eq!(
+        texts(&h.read(Query::new("a", 10)).await.unwrap()),
+        ["2", "3", "4"]
+    );
+    assert_eq!(texts(&h.read(Query::new("b", 10)).await.unwrap()), ["kept"]);
+    assert_eq!(h.lost_after(0, |k| k == "a"), Some(a[1]));
+    assert_eq!(h.lost_after(a[1], |k| k == "a"), None);
+    assert_eq!(h.lost_after(0, |k| k == "b"), None);
+
+    // A pattern dropped from the configuration loses what it kept.
+    h.set_keeps(vec![keep("a", 3)]).unwrap();
+    h.retain_now().unwrap();
+    assert!(
+        h.read(Query::new("b", 10))
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
+    );
+    assert_eq!(h.lost_after(0, |k| k == "b"), Some(b));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_age_limit_deletes_older_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut old = keep("a", 100);
+    old.age = Some(Duration::from_millis(200));
+    let h = open(&dir, vec![old]);
+    put(&h, "a", "a", "old");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let young = put(&h, "a", "a", "young");
+    h.settled_through(young).await.unwrap();
+    h.retain_now().unwrap();
+    assert_eq!(
+        texts(&h.read(Query::new("a", 10)).await.unwrap()),
+        ["young"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_examines_a_bounded_number_of_messages_and_says_where_to_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = open(&dir, vec![keep("a", 1_000_000)]);
+    let total = MAX_SCAN + 10;
+    let mut last = 0;
+    for n in 0..total {
+        last = put(&h, "a", "a", if n == total - 1 { "needle" } else { "hay" });
+    }
+    let mut q = Query::new("a", 10);
+    q.contains = Some(b"needle".to_vec());
+    let first = h.read(q.clone()).await.unwrap();
+    assert!(first.messages.is_empty());
+    let next = first.next.expect("a cursor past the scan bound");
+    assert!(next < last);
+    q.after = Some(next);
+    let second = h.read(q).await.unwrap();
+    assert_eq!(texts(&second), ["needle"]);
+    assert_eq!(second.next, None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reopened_history_keeps_its_messages_and_never_reuses_an_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = {
+        let h = open(&dir, vec![keep("a", 2)]);
+        let ids: Vec<u64> = (0..3).map(|n| put(&h, "a", "a", &n.to_string())).collect();
+        h.settled_through(ids[2]).await.unwrap();
+        h.retain_now().unwrap();
+        ids
+    };
+    let h = open(&dir, vec![keep("a", 2)]);
+    assert_eq!(
+        texts(&h.read(Query::new("a", 10)).await.unwrap()),
+        ["1", "2"]
+    );
+    assert_eq!(h.lost_after(0, |_| true), Some(first[0]));
+    assert!(put(&h, "a", "a", "3") > first[2]);
+    // A second process cannot open it meanwhile.
+    let err = History::open(&dir.path().join("topics.db"), vec![], 1).err();
+    assert!(matches!(err, Some(HistoryError::Held { .. })), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn appends_past_the_backlog_are_refused_not_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = History::open(&dir.path().join("topics.db"), vec![keep("a", 10)], 8).unwrap();
+    let big = Bytes::from(vec![b'x'; 9]);
+    let err = h.append(&Arc::from("a"), "a", &big).unwrap_err();
+    assert!(matches!(err, HistoryError::Backlog { max: 8, .. }), "{err}");
+    assert!(
+        h.append(&Arc::from("a"), "a", &Bytes::from_static(b"ok"))
+            .is_ok()
+    );
+}

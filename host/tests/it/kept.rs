@@ -1,0 +1,410 @@
+//! Kept topics over real sockets: a `topic` block keeps a pattern's
+//! messages in the history file; clients read them back by cursor, time
+//! and content (`GET /topics/{pattern}/messages`), watchers resume after
+//! the last id they saw (`Last-Event-ID`), and what was written survives a
+//! restart and a killed process.
+
+use std::time::Duration;
+
+use http::Method;
+
+use crate::cli::{KillOnDrop, wait_ready};
+use crate::common::*;
+
+/// One server-sent event: its id, its type, its data as JSON.
+#[derive(Debug, Clone)]
+struct Sse {
+    id: Option<u64>,
+    event: String,
+    data: serde_json::Value,
+}
+
+/// Reads frames from `body` until `n` events (not comments) have come.
+async fn sse(body: &mut hyper::body::Incoming, text: &mut String, n: usize) -> Vec<Sse> {
+    loop {
+        let complete = text.rfind("\n\n").map_or("", |end| &text[..end]);
+        let frames: Vec<Sse> = complete
+            .split("\n\n")
+            .filter(|f| f.contains("data: "))
+            .map(|frame| {
+                let mut sse = Sse {
+                    id: None,
+                    event: "message".into(),
+                    data: serde_json::Value::Null,
+                };
+                for line in frame.lines() {
+                    if let Some(id) = line.strip_prefix("id: ") {
+                        sse.id = Some(id.parse().unwrap());
+                    } else if let Some(event) = line.strip_prefix("event: ") {
+                        sse.event = event.into();
+                    } else if let Some(data) = line.strip_prefix("data: ") {
+                        sse.data = serde_json::from_str(data).unwrap();
+                    }
+                }
+                sse
+            })
+            .collect();
+        if frames.len() >= n {
+            return frames;
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(30), next_chunk(body))
+            .await
+            .unwrap_or_else(|_| panic!("{n} events within 30 s; got:\n{text}"))
+            .unwrap()
+            .expect("the stream stays open");
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+}
+
+/// Opens a watch of `pattern` (URL-encoded), resuming after `last` when
+/// given; answers its body once the greeting comment has come.
+async fn watch(server: &Server, pattern: &str, last: Option<u64>) -> hyper::body::Incoming {
+    let last = last.map(|id| id.to_string());
+    let headers: Vec<(&str, &str)> = last.iter().map(|l| ("last-event-id", l.as_str())).collect();
+    let resp = open_with(
+        &client(),
+        Method::GET,
+        &server.url(&format!("/topics/{pattern}")),
+        &headers,
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+    let mut body = resp.into_body();
+    let hello = next_chunk(&mut body).await.unwrap().unwrap();
+    assert!(hello.starts_with(b": watching "), "{hello:?}");
+    body
+}
+
+async fn publish(server: &Server, topic: &str, payload: &str) {
+    let reply = post(
+        &server.url(&format!("/topics/{topic}")),
+        payload.to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 202, "{}", reply.text());
+}
+
+fn payloads(page: &serde_json::Value) -> Vec<String> {
+    page["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["payload"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kept_messages_are_read_back_by_cursor_time_and_content() {
+    let dir = agents_dir(&["echo"]);
+    let server = Server::start(config(
+        dir.path(),
+        r#"topic "orders.>" { keep 5; }
+           topic "audit.*" { for "1h"; }"#,
+    ))
+    .await;
+    for n in 0..8 {
+        let region = if n % 2 == 0 { "eu" } else { "us" };
+        publish(
+            &server,
+            &format!("orders.{region}"),
+            &format!("order {n} {region}"),
+        )
+        .await;
+    }
+    publish(&server, "news.today", "not kept").await;
+    let read = |query: &'static str| {
+        let url = server.url(&format!("/topics/{query}"));
+        async move {
+            let reply = get(&url).await;
+            assert_eq!(reply.status, 200, "{query}: {}", reply.text());
+            reply.json()
+        }
+    };
+    // Past `keep 5`, the oldest go.
+    wait_until("orders.> trimmed to its 5 newest", || async {
+        payloads(&read("orders.%3E/messages").await).len() == 5
+    })
+    .await;
+    let all = read("orders.%3E/messages").await;
+    assert_eq!(payloads(&all)[0], "order 3 us");
+    assert_eq!(all["next"], serde_json::Value::Null);
+    let ids: Vec<u64> = all["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_u64().unwrap())
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    let first = &all["messages"][0];
+    assert_eq!(first["topic"], "orders.us");
+    assert!(first["published"].as_str().unwrap().ends_with('Z'));
+
+    // The last two, newest first, then the page before them.
+    let newest = read("orders.%3E/messages?order=newest&limit=2").await;
+    assert_eq!(payloads(&newest), ["order 7 us", "order 6 eu"]);
+    let before = newest["next"].as_u64().unwrap();
+    let url = server.url(&format!(
+        "/topics/orders.%3E/messages?order=newest&limit=2&before={before}"
+    ));
+    assert_eq!(
+        payloads(&get(&url).await.json()),
+        ["order 5 us", "order 4 eu"]
+    );
+    // Oldest first from a cursor.
+    let url = server.url(&format!("/topics/orders.%3E/messages?after={}", ids[2]));
+    assert_eq!(
+        payloads(&get(&url).await.json()),
+        ["order 6 eu", "order 7 us"]
+    );
+    // One topic; a substring; a regular expression.
+    assert_eq!(
+        payloads(&read("orders.eu/messages").await),
+        ["order 4 eu", "order 6 eu"]
+    );
+    assert_eq!(
+        payloads(&read("orders.%3E/messages?contains=5%20us").await),
+        ["order 5 us"]
+    );
+    assert_eq!(
+        payloads(&read("orders.*/messages?match=%5Eorder%20%5B37%5D").await),
+        ["order 3 us", "order 7 us"]
+    );
+    // A time range: from the publish time of the fourth kept message.
+    let since = first["published"].as_str().unwrap().to_string();
+    let url = server.url(&format!(
+        "/topics/orders.%3E/messages?since={since}&until=9999999999999"
+    ));
+    assert_eq!(payloads(&get(&url).await.json()).len(), 5);
+    let url = server.url("/topics/orders.%3E/messages?until=1000");
+    assert_eq!(payloads(&get(&url).await.json()).len(), 0);
+
+    // What nothing keeps, and queries that cannot be answered, say why;
+    // the host keeps serving.
+    let reply = get(&server.url("/topics/news.today/messages")).await;
+    assert_eq!(
+        (reply.status.as_u16(), reply.error_code().as_str()),
+        (404, "not_kept")
+    );
+    assert!(
+        reply.text().contains("add a `topic` block"),
+        "{}",
+        reply.text()
+    );
+    for (query, says) in [
+        ("match=(", "regex parse error"),
+        ("limit=5000", "from 1 to 1000"),
+        ("since=yesterday", "RFC 3339"),
+        ("colour=red", "unknown"),
+    ] {
+        let reply = get(&server.url(&format!("/topics/orders.%3E/messages?{query}"))).await;
+        assert_eq!(
+            (reply.status.as_u16(), reply.error_code().as_str()),
+            (400, "bad_query"),
+            "{query}"
+        );
+        assert!(reply.text().contains(says), "{query}: {}", reply.text());
+    }
+    let reply = get(&server.url("/topics/orders.%3E.x/messages")).await;
+    assert_eq!(
+        (reply.status.as_u16(), reply.error_code().as_str()),
+        (400, "bad_topic")
+    );
+    assert_eq!(
+        payloads(&read("orders.%3E/messages?limit=1").await).len(),
+        1
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watcher_resumes_after_the_last_event_id_it_saw() {
+    let dir = agents_dir(&["echo"]);
+    let server = Server::start(config(
+        dir.path(),
+        r#"topic "chat.>" { keep 100; }
+           topic "small.*" { keep 2; }"#,
+    ))
+    .await;
+    let mut body = watch(&server, "chat.%3E", None).await;
+    let mut text = String::new();
+    for n in 0..3 {
+        publish(&server, "chat.room", &format!("m{n}")).await;
+    }
+    let seen = sse(&mut body, &mut text, 3).await;
+    let last = seen[2].id.expect("kept events carry an id");
+    assert!(seen[0].id < seen[1].id && seen[1].id < seen[2].id);
+    assert_eq!(seen[2].data["id"], last);
+    drop(body);
+
+    // Published while the watcher was away, then resumed: the missed two,
+    // then live ones, none twice.
+    publish(&server, "chat.room", "m3").await;
+    publish(&server, "chat.hall", "m4").await;
+    let mut body = watch(&server, "chat.%3E", Some(last)).await;
+    let mut text = String::new();
+    publish(&server, "chat.room", "m5").await;
+    let got = sse(&mut body, &mut text, 3).await;
+    let got: Vec<(&str, &str)> = got
+        .iter()
+        .map(|e| (e.event.as_str(), e.data["payload"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [("message", "m3"), ("message", "m4"), ("message", "m5")]
+    );
+    drop(body);
+
+    // `?after=` does the same for a client that cannot set the header.
+    let resp = open(
+        &client(),
+        Method::GET,
+        &server.url(&format!("/topics/chat.room?after={last}")),
+        "",
+    )
+    .await;
+    let mut body = resp.into_body();
+    let mut text = String::new();
+    let got = sse(&mut body, &mut text, 2).await;
+    assert_eq!(
+        (
+            got[0].data["payload"].as_str(),
+            got[1].data["payload"].as_str()
+        ),
+        (Some("m3"), Some("m5"))
+    );
+    drop(body);
+
+    // Resuming past what retention deleted: told so, then what is kept.
+    let mut first = None;
+    for n in 0..5 {
+        publish(&server, "small.x", &format!("s{n}")).await;
+        if first.is_none() {
+            let page = get(&server.url("/topics/small.x/messages")).await.json();
+            first = page["messages"][0]["id"].as_u64();
+        }
+    }
+    wait_until("small.* trimmed to 2", || async {
+        payloads(&get(&server.url("/topics/small.x/messages")).await.json()).len() == 2
+    })
+    .await;
+    let mut body = watch(&server, "small.*", first).await;
+    let mut text = String::new();
+    let got = sse(&mut body, &mut text, 3).await;
+    assert_eq!(got[0].event, "gap", "{text}");
+    assert!(got[0].data["lost_through"].as_u64().unwrap() > first.unwrap());
+    assert_eq!(
+        (
+            got[1].data["payload"].as_str(),
+            got[2].data["payload"].as_str()
+        ),
+        (Some("s3"), Some("s4"))
+    );
+    drop(body);
+
+    // A pattern nothing keeps: told so; a bad id is refused.
+    let mut body = watch(&server, "news.*", Some(1)).await;
+    let got = sse(&mut body, &mut String::new(), 1).await;
+    assert_eq!(got[0].event, "gap");
+    assert!(
+        got[0].data["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nothing is kept")
+    );
+    drop(body);
+    let reply = send(
+        &client(),
+        Method::GET,
+        &server.url("/topics/chat.%3E"),
+        &[("last-event-id", "yesterday")],
+        "",
+    )
+    .await;
+    assert_eq!(
+        (reply.status.as_u16(), reply.error_code().as_str()),
+        (400, "bad_query")
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kept_messages_survive_a_restart_and_ids_keep_growing() {
+    let dir = agents_dir(&["echo"]);
+    let data = tempfile::tempdir().unwrap();
+    let kdl = format!(
+        "tasks {{ path {:?} }}\ntopic \"log.>\"",
+        data.path().join("tasks.db").display().to_string()
+    );
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    for n in 0..3 {
+        publish(&server, "log.a", &format!("before {n}")).await;
+    }
+    let before = get(&server.url("/topics/log.%3E/messages")).await.json();
+    assert_eq!(payloads(&before).len(), 3);
+    server.stop().await;
+    assert!(data.path().join("tasks.topics.db").exists());
+
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    publish(&server, "log.a", "after").await;
+    let after = get(&server.url("/topics/log.%3E/messages")).await.json();
+    assert_eq!(
+        payloads(&after),
+        ["before 0", "before 1", "before 2", "after"]
+    );
+    assert_eq!(after["messages"][2], before["messages"][2]);
+    assert!(after["messages"][3]["id"].as_u64() > before["messages"][2]["id"].as_u64());
+    // A watcher from before the restart resumes after it.
+    let last = before["messages"][2]["id"].as_u64();
+    let mut body = watch(&server, "log.%3E", last).await;
+    let got = sse(&mut body, &mut String::new(), 1).await;
+    assert_eq!(got[0].data["payload"], "after");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_read_has_seen_survives_a_killed_process() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("agents")).unwrap();
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let text = format!(
+        "listen \"127.0.0.1:{port}\"\nagents \"agents\"\ncache {:?}\ntasks {{ path \"tasks.db\" }}\ntopic \"jobs.>\"\n",
+        test_cache_dir().display().to_string()
+    );
+    std::fs::write(dir.path().join("wharf.kdl"), text).unwrap();
+    let serve = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_wharf"))
+            .current_dir(dir.path())
+            .args(["serve", "-c", "wharf.kdl"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let base = format!("http://127.0.0.1:{port}");
+    let mut child = KillOnDrop(serve());
+    wait_ready(&base).await;
+    for n in 0..200 {
+        let reply = post(
+            &format!("{base}/topics/jobs.n{}", n % 7),
+            format!("job {n}"),
+        )
+        .await;
+        assert_eq!(reply.status, 202);
+    }
+    // A read answers once every publish before it is written.
+    let url = format!("{base}/topics/jobs.%3E/messages?limit=1000");
+    assert_eq!(payloads(&get(&url).await.json()).len(), 200);
+    child.0.kill().unwrap(); // SIGKILL: no shutdown at all
+    child.0.wait().unwrap();
+    drop(child);
+
+    let _child = KillOnDrop(serve());
+    wait_ready(&base).await;
+    let page = get(&url).await.json();
+    let kept = payloads(&page);
+    assert_eq!(kept.len(), 200);
+    assert_eq!((kept[0].as_str(), kept[199].as_str()), ("job 0", "job 199"));
+}
