@@ -1,7 +1,9 @@
 //! Topic benchmarks: matching a topic against 10 to 10,000 subscriptions
 //! (a quarter with wildcards) in Wharf's token index beside a linear scan
 //! of the same patterns, and a publish that queues one event for 1,000
-//! subscribers beside cloning the payload into 1,000 vectors.
+//! subscribers beside cloning the payload into 1,000 vectors; a publish to
+//! a kept topic (queued for the history's writer) beside one to a topic
+//! nothing keeps, on the same bus.
 //! Run with `cargo bench --bench topics`; results go in BENCHMARKS.md.
 
 use std::hint::black_box;
@@ -87,5 +89,56 @@ fn fan_out(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, matching, fan_out);
+fn kept(c: &mut Criterion) {
+    use std::time::{Duration, Instant};
+    use wharf::config::TopicKeep;
+    use wharf_tasks::history::{DEFAULT_MAX_BACKLOG, History};
+    let mut g = c.benchmark_group("topic_kept");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _guard = rt.enter();
+    let dir = tempfile::tempdir().unwrap();
+    let keeps = vec![TopicKeep {
+        pattern: "orders.>".into(),
+        keep: 100_000,
+        age: None,
+    }];
+    let history = History::open(
+        &dir.path().join("topics.db"),
+        keeps.clone(),
+        DEFAULT_MAX_BACKLOG,
+    );
+    let history = Arc::new(history.unwrap());
+    let bus = Arc::new(Bus::new(Metrics::new()));
+    bus.attach_history(history.clone());
+    bus.set_keeps(&keeps);
+    let payload = Bytes::from(vec![b'x'; 100]);
+    for (name, topic) in [
+        ("publish_unkept", "news.today"),
+        ("publish_kept", "orders.created"),
+    ] {
+        // Only the publishes are timed; the writer catches up between
+        // batches, untimed.
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut spent = Duration::ZERO;
+                let mut left = iters;
+                while left > 0 {
+                    let batch = left.min(10_000);
+                    let start = Instant::now();
+                    for _ in 0..batch {
+                        black_box(bus.publish(topic, payload.clone(), 0, None).unwrap());
+                    }
+                    spent += start.elapsed();
+                    rt.block_on(history.settled_through(history.last_id()))
+                        .unwrap();
+                    left -= batch;
+                }
+                spent
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, matching, fan_out, kept);
 criterion_main!(benches);

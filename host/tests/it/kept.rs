@@ -112,6 +112,8 @@ async fn kept_messages_are_read_back_by_cursor_time_and_content() {
         .await;
     }
     publish(&server, "news.today", "not kept").await;
+    let queued = r#"wharf_topic_kept_total{outcome="queued"}"#;
+    assert_eq!(metric(&server, queued).await, 8.0);
     let read = |query: &'static str| {
         let url = server.url(&format!("/topics/{query}"));
         async move {
@@ -407,4 +409,47 @@ async fn what_a_read_has_seen_survives_a_killed_process() {
     let kept = payloads(&page);
     assert_eq!(kept.len(), 200);
     assert_eq!((kept[0].as_str(), kept[199].as_str()), ("job 0", "job 199"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watcher_too_slow_for_its_queue_loses_no_kept_message() {
+    let dir = agents_dir(&["echo"]);
+    let server = Server::start(config(dir.path(), r#"topic "bulk.>" { keep 10000; }"#)).await;
+    let mut body = watch(&server, "bulk.%3E", None).await;
+    // 3,000 messages of 2 KiB while the watcher reads nothing: more than
+    // the socket buffers and the watch's queue (1,024 events, 4 MiB) hold.
+    let pad = "p".repeat(2048);
+    for n in 0..3000 {
+        publish(&server, "bulk.x", &format!("{n:05} {pad}")).await;
+    }
+    let dropped = metric(
+        &server,
+        r#"wharf_topic_events_total{subscriber="watch",outcome="dropped"}"#,
+    )
+    .await;
+    assert!(dropped > 0.0, "the queue overflowed");
+    let mut pending = String::new();
+    let mut got: Vec<u32> = Vec::new();
+    while got.len() < 3000 {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), next_chunk(&mut body))
+            .await
+            .unwrap_or_else(|_| panic!("3000 events within 30 s; got {}", got.len()))
+            .unwrap()
+            .expect("the stream stays open");
+        pending.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = pending.find("\n\n") {
+            let frame: String = pending.drain(..end + 2).collect();
+            if let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) {
+                let data: serde_json::Value = serde_json::from_str(data).unwrap();
+                got.push(data["payload"].as_str().unwrap()[..5].parse().unwrap());
+            }
+        }
+    }
+    let want: Vec<u32> = (0..3000).collect();
+    assert!(
+        got == want,
+        "in order, none lost, none twice: first wrong at {:?}",
+        got.iter().zip(&want).position(|(a, b)| a != b)
+    );
+    server.stop().await;
 }

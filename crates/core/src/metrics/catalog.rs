@@ -265,6 +265,12 @@ pub const FAMILIES: &[Family] = &[
         &["publisher"],
         "Events an agent published past `topics { max-hops }` republishes in a row, refused.",
     ),
+    family(
+        "wharf_topic_kept_total",
+        C,
+        &["outcome"],
+        "Messages of kept topics: queued for the history's writer, or refused (its backlog full, or closing).",
+    ),
     // A2A push notifications.
     family(
         "wharf_a2a_push_total",

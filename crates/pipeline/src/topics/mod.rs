@@ -101,6 +101,8 @@ pub struct Bus {
     /// The history attached and the `topic` blocks in force, from which
     /// `keeping` is made.
     kept: Mutex<(Option<Arc<History>>, Vec<TopicKeep>)>,
+    /// `wharf_topic_kept_total{outcome="queued"}` and `"refused"`.
+    kept_counts: [metrics::Counter; 2],
 }
 
 /// Which topics are kept, and the history that keeps them.
@@ -132,11 +134,15 @@ impl Bus {
         Bus {
             index: RwLock::new(Index::default()),
             agents: Mutex::new(BTreeMap::new()),
-            metrics,
             max_payload: AtomicUsize::new(Topics::default().max_payload),
             max_hops: AtomicU32::new(Topics::default().max_hops as u32),
             keeping: ArcSwapOption::empty(),
             kept: Mutex::new((None, Vec::new())),
+            kept_counts: ["queued", "refused"].map(|outcome| {
+                let labels = vec![metrics::Label::new("outcome", outcome)];
+                counter(metrics.recorder(), "wharf_topic_kept_total", labels)
+            }),
+            metrics,
         }
     }
 
@@ -228,7 +234,16 @@ impl Bus {
         }
         let keeping = self.keeping.load();
         let id = match keeping.as_ref().and_then(|k| Some((k, k.keep_for(topic)?))) {
-            Some((keeping, keep)) => Some(keeping.history.append(keep, topic, &payload)?.0),
+            Some((keeping, keep)) => match keeping.history.append(keep, topic, &payload) {
+                Ok((id, _)) => {
+                    self.kept_counts[0].increment(1);
+                    Some(id)
+                }
+                Err(e) => {
+                    self.kept_counts[1].increment(1);
+                    return Err(e.into());
+                }
+            },
             None => None,
         };
         let event = Arc::new(Event {
@@ -365,6 +380,11 @@ impl Watch {
     /// The next event for this watcher.
     pub async fn next(&self) -> Option<Arc<Event>> {
         self.sub.queue.pop().await
+    }
+
+    /// Whether the watch's queue dropped an event since the last look.
+    pub fn take_dropped(&self) -> bool {
+        self.sub.queue.take_dropped()
     }
 
     /// The pattern watched.

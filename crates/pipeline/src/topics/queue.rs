@@ -53,6 +53,9 @@ pub struct Queue {
     max_bytes: usize,
     overflow: Overflow,
     closed: AtomicBool,
+    /// Whether an event was dropped since [`Queue::take_dropped`] last
+    /// looked.
+    dropped: AtomicBool,
     counters: QueueCounters,
 }
 
@@ -88,6 +91,7 @@ impl Queue {
             max_bytes,
             overflow,
             closed: AtomicBool::new(false),
+            dropped: AtomicBool::new(false),
             counters,
         }
     }
@@ -105,6 +109,7 @@ impl Queue {
                 && (held.events.len() >= self.capacity || held.bytes + size > self.max_bytes)
         };
         if full(&held) {
+            self.dropped.store(true, Ordering::Release);
             if self.overflow == Overflow::DropNewest {
                 self.counters.dropped.increment(1);
                 return false;
@@ -139,6 +144,12 @@ impl Queue {
     /// The oldest event, if any, without waiting.
     pub fn try_pop(&self) -> Option<std::sync::Arc<Event>> {
         self.events.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    /// Whether an event was dropped since the last look; looking resets
+    /// it.
+    pub fn take_dropped(&self) -> bool {
+        self.dropped.swap(false, Ordering::AcqRel)
     }
 
     /// Events waiting now.

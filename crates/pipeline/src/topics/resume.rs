@@ -1,12 +1,16 @@
-//! A watch as server-sent events, resumed after the last id a client saw:
-//! first what the history kept since then (a page at a time, so a long
-//! absence costs one page of memory), then the live events, without
-//! repeating one. A client resuming past what retention deleted, or on a
-//! pattern nothing keeps, is told so with an `event: gap`.
+//! A watch as server-sent events that loses no kept message: resumed after
+//! the last id a client saw, it first sends what the history kept since
+//! then (a page at a time, so a long absence costs one page of memory),
+//! then the live events, without repeating one; and when the watch's
+//! bounded queue drops events because the client reads slowly, the kept
+//! ones among them are read back from the history in their place. A
+//! client resuming past what retention deleted, or on a pattern nothing
+//! keeps, is told so with an `event: gap`.
 //!
-//! No event is lost between the two: the watch subscribes before the
-//! history's last id is read, so an event is either at or below that id
-//! (and read from the history) or above it (and queued live).
+//! No kept message falls between the history and the queue: the watch
+//! subscribes before the history's last id is read, so a message is either
+//! at or below that id (and read from the history) or above it (and queued
+//! live).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,19 +25,17 @@ use wharf_tasks::history::{History, Query};
 /// Kept messages read from the history per page while catching up.
 const REPLAY_PAGE: usize = 256;
 
-/// What is left to read from the history.
-struct Replay {
-    history: Arc<History>,
-    after: u64,
-    /// The last id given when the watch began: later ones come live.
-    upto: u64,
-}
-
 struct Watching {
     watch: Watch,
-    replay: Option<Replay>,
-    /// Live events with ids up to this were read from the history.
+    /// The history, when it keeps something this pattern matches.
+    history: Option<Arc<History>>,
+    /// The last kept id sent (or the one to resume after): a replay
+    /// starts after it.
+    sent: u64,
+    /// Kept ids up to this come from the history, not the queue.
     upto: u64,
+    /// Whether the history is being read (ids `sent + 1 ..= upto`).
+    replaying: bool,
     frames: VecDeque<Bytes>,
 }
 
@@ -43,13 +45,13 @@ struct Watching {
 pub fn watch_response(watch: Watch, keeping: Option<Arc<Keeping>>, after: Option<u64>) -> Response {
     let pattern = watch.pattern().to_string();
     let mut frames = VecDeque::from([Bytes::from(format!(": watching {pattern}\n\n"))]);
-    let mut replay = None;
+    let history = keeping
+        .filter(|k| k.overlaps(&pattern))
+        .map(|k| k.history.clone());
     if let Some(after) = after {
-        let kept = keeping.filter(|k| k.overlaps(&pattern));
-        let lost = match &kept {
+        let lost = match &history {
             None => Some((None, "nothing is kept for this pattern".to_string())),
-            Some(k) => k
-                .history
+            Some(h) => h
                 .lost_after(after, |keep| wharf_config::topic::overlap(keep, &pattern))
                 .map(|t| {
                     let why = format!("kept messages up to id {t} were deleted by retention");
@@ -61,16 +63,15 @@ pub fn watch_response(watch: Watch, keeping: Option<Arc<Keeping>>, after: Option
                 serde_json::json!({ "after": after, "lost_through": through, "reason": reason });
             frames.push_back(Bytes::from(format!("event: gap\ndata: {data}\n\n")));
         }
-        replay = kept.map(|k| Replay {
-            upto: k.history.last_id(),
-            history: k.history.clone(),
-            after,
-        });
     }
+    // Read after subscribing: later kept messages are in the queue.
+    let upto = history.as_ref().map_or(0, |h| h.last_id());
     let state = Watching {
-        upto: replay.as_ref().map_or(0, |r| r.upto),
+        sent: after.unwrap_or(upto),
+        replaying: after.is_some() && history.is_some(),
+        upto,
+        history,
         watch,
-        replay,
         frames,
     };
     let events = futures_util::stream::unfold(state, next_frame);
@@ -84,11 +85,11 @@ async fn next_frame(mut w: Watching) -> Option<(Bytes, Watching)> {
         if let Some(frame) = w.frames.pop_front() {
             return Some((frame, w));
         }
-        if let Some(replay) = &mut w.replay {
+        if let (true, Some(history)) = (w.replaying, &w.history) {
             let mut q = Query::new(w.watch.pattern(), REPLAY_PAGE);
-            q.after = Some(replay.after);
-            q.before = Some(replay.upto.saturating_add(1));
-            match replay.history.read(q).await {
+            q.after = Some(w.sent);
+            q.before = Some(w.upto.saturating_add(1));
+            match history.read(q).await {
                 Ok(page) => {
                     for m in &page.messages {
                         let data = message_json(&m.topic, &m.payload, Some(m.id), None);
@@ -96,22 +97,36 @@ async fn next_frame(mut w: Watching) -> Option<(Bytes, Watching)> {
                         w.frames.push_back(Bytes::from(frame));
                     }
                     match page.next {
-                        Some(next) => replay.after = next,
-                        None => w.replay = None,
+                        Some(next) => w.sent = next,
+                        None => {
+                            w.sent = w.upto;
+                            w.replaying = false;
+                        }
                     }
                 }
                 Err(e) => {
                     let data = serde_json::json!({ "reason": e.to_string() });
                     w.frames
                         .push_back(Bytes::from(format!("event: gap\ndata: {data}\n\n")));
-                    w.replay = None;
+                    w.sent = w.upto;
+                    w.replaying = false;
                 }
             }
             continue;
         }
         let event = w.watch.next().await?;
-        if event.id.is_some_and(|id| id <= w.upto) {
-            continue; // read from the history already
+        if let Some(history) = &w.history
+            && w.watch.take_dropped()
+        {
+            // The queue dropped events: the kept ones come from the
+            // history, up to the newest given now.
+            w.upto = w.upto.max(history.last_id());
+            w.replaying = true;
+        }
+        match event.id {
+            Some(id) if id <= w.upto => continue, // from the history
+            Some(id) => w.sent = id,
+            None => {}
         }
         return Some((sse_frame(&event), w));
     }
