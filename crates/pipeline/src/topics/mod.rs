@@ -9,8 +9,11 @@
 //!
 //! Guarantees, stated and tested: delivery is at most once and in process
 //! (an event queued for a subscriber that is then removed, or dropped by a
-//! full queue, is not delivered, and nothing survives a restart); each
-//! subscriber sees events in the order they were published. Each event
+//! full queue, is not delivered); each subscriber sees events in the order
+//! they were published. A topic a `topic` block keeps also goes to the
+//! [`History`], which gives each message an id: clients read kept messages
+//! back ([`read`]) and watchers resume after an id ([`watch_response`]),
+//! across restarts. Each event
 //! counts the republishes in a row behind it ([`Event::hops`]); past
 //! `topics { max-hops }` a publish is refused, which ends a loop of agents
 //! republishing each other's events.
@@ -103,6 +106,8 @@ pub struct Bus {
     kept: Mutex<(Option<Arc<History>>, Vec<TopicKeep>)>,
     /// `wharf_topic_kept_total{outcome="queued"}` and `"refused"`.
     kept_counts: [metrics::Counter; 2],
+    /// Held from a kept message's id to its last queue.
+    kept_order: Mutex<()>,
 }
 
 /// Which topics are kept, and the history that keeps them.
@@ -138,6 +143,7 @@ impl Bus {
             max_hops: AtomicU32::new(Topics::default().max_hops as u32),
             keeping: ArcSwapOption::empty(),
             kept: Mutex::new((None, Vec::new())),
+            kept_order: Mutex::new(()),
             kept_counts: ["queued", "refused"].map(|outcome| {
                 let labels = vec![metrics::Label::new("outcome", outcome)];
                 counter(metrics.recorder(), "wharf_topic_kept_total", labels)
@@ -233,7 +239,13 @@ impl Bus {
             });
         }
         let keeping = self.keeping.load();
-        let id = match keeping.as_ref().and_then(|k| Some((k, k.keep_for(topic)?))) {
+        let kept = keeping.as_ref().and_then(|k| Some((k, k.keep_for(topic)?)));
+        // Kept messages reach every queue in the order of their ids, so a
+        // watcher's last id seen is a cursor that skips nothing.
+        let _in_order = kept
+            .is_some()
+            .then(|| self.kept_order.lock().unwrap_or_else(|e| e.into_inner()));
+        let id = match kept {
             Some((keeping, keep)) => match keeping.history.append(keep, topic, &payload) {
                 Ok((id, _)) => {
                     self.kept_counts[0].increment(1);
@@ -403,8 +415,13 @@ impl Drop for Watch {
 /// object with the topic and the payload (see [`message_json`]); a kept
 /// event has its id as the event's `id`, which a watcher resumes after.
 pub fn sse_frame(event: &Event) -> Bytes {
-    let data = message_json(&event.topic, &event.payload, event.id, None);
-    match event.id {
+    message_frame(&event.topic, &event.payload, event.id)
+}
+
+/// A message as one server-sent event (see [`sse_frame`]).
+pub fn message_frame(topic: &str, payload: &[u8], id: Option<u64>) -> Bytes {
+    let data = message_json(topic, payload, id, None);
+    match id {
         Some(id) => Bytes::from(format!("id: {id}\nevent: message\ndata: {data}\n\n")),
         None => Bytes::from(format!("event: message\ndata: {data}\n\n")),
     }

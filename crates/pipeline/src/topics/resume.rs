@@ -18,7 +18,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::StreamExt;
 
-use super::{Keeping, Watch, message_json, sse_frame};
+use super::{Keeping, Watch, message_frame, sse_frame};
 use wharf_core::request::Response;
 use wharf_tasks::history::{History, Query};
 
@@ -92,9 +92,8 @@ async fn next_frame(mut w: Watching) -> Option<(Bytes, Watching)> {
             match history.read(q).await {
                 Ok(page) => {
                     for m in &page.messages {
-                        let data = message_json(&m.topic, &m.payload, Some(m.id), None);
-                        let frame = format!("id: {}\nevent: message\ndata: {data}\n\n", m.id);
-                        w.frames.push_back(Bytes::from(frame));
+                        let frame = message_frame(&m.topic, &m.payload, Some(m.id));
+                        w.frames.push_back(frame);
                     }
                     match page.next {
                         Some(next) => w.sent = next,

@@ -48,8 +48,10 @@ CREATE TABLE IF NOT EXISTS trimmed (
 PRAGMA user_version = 1;
 ";
 
-/// Most idle read connections kept.
-const MAX_IDLE_READERS: usize = 4;
+/// Most idle read connections kept, and most reads run at once (a read
+/// may scan [`MAX_SCAN`] messages: more wait their turn rather than take
+/// every core).
+const MAX_READERS: usize = 4;
 
 /// Payload bytes queued for the writer at most, by default: past it a
 /// publish to a kept topic is refused rather than held in memory.
@@ -120,6 +122,8 @@ pub struct History {
     /// Per kept pattern, the highest id retention has deleted.
     trimmed: Arc<Mutex<HashMap<String, u64>>>,
     readers: Mutex<Vec<Connection>>,
+    /// Permits for reads running at once.
+    reading: tokio::sync::Semaphore,
     writer: Option<JoinHandle<()>>,
     /// Appends whose commit failed (each batch is also logged).
     pub failed_writes: Arc<AtomicU64>,
@@ -196,6 +200,7 @@ impl History {
             settled,
             trimmed,
             readers: Mutex::new(Vec::new()),
+            reading: tokio::sync::Semaphore::new(MAX_READERS),
             writer: Some(handle),
             failed_writes,
             _lock: lock,
@@ -243,8 +248,8 @@ impl History {
         Ok((id, published_ms))
     }
 
-    /// The last id given (0-based ids start near the time the file was
-    /// opened, in µs).
+    /// The last id given. (The first id a file gives is the time it was
+    /// first opened, in µs since 1970; each message adds one.)
     pub fn last_id(&self) -> u64 {
         self.tail.lock().unwrap_or_else(|e| e.into_inner()).next - 1
     }
@@ -290,6 +295,11 @@ impl History {
     /// before the call is (reads never miss an answered publish).
     pub async fn read(self: &Arc<Self>, query: Query) -> Result<Page, HistoryError> {
         self.settled_through(self.last_id()).await?;
+        let _turn = self
+            .reading
+            .acquire()
+            .await
+            .map_err(|_| HistoryError::Closed)?;
         let me = self.clone();
         tokio::task::spawn_blocking(move || {
             let conn = me.reader()?;
@@ -319,7 +329,7 @@ impl History {
 
     fn give_back(&self, conn: Connection) {
         let mut idle = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < MAX_IDLE_READERS {
+        if idle.len() < MAX_READERS {
             idle.push(conn);
         }
     }
