@@ -55,7 +55,7 @@ fn writes(c: &mut Criterion) {
                 let batch = left.min(10_000);
                 let start = Instant::now();
                 for _ in 0..batch {
-                    black_box(history.append(&keep, "orders.created", &body).unwrap());
+                    black_box(history.append(&keep, "orders.created", &body, 0).unwrap());
                 }
                 spent += start.elapsed();
                 rt.block_on(history.settled_through(history.last_id()))
@@ -68,7 +68,7 @@ fn writes(c: &mut Criterion) {
     g.bench_function("write_1000", |b| {
         b.iter(|| {
             for _ in 0..1000 {
-                history.append(&keep, "orders.created", &body).unwrap();
+                history.append(&keep, "orders.created", &body, 0).unwrap();
             }
             rt.block_on(history.settled_through(history.last_id()))
                 .unwrap();
@@ -85,7 +85,7 @@ fn reads(c: &mut Criterion) {
     let mut times = Vec::with_capacity(KEPT);
     for n in 0..KEPT {
         let topic = if n % 2 == 0 { "orders.eu" } else { "orders.us" };
-        let (_, ms) = history.append(&keep, topic, &payload(n)).unwrap();
+        let (_, ms) = history.append(&keep, topic, &payload(n), 0).unwrap();
         times.push(ms);
         if n % 10_000 == 9_999 {
             // Spread the messages over time, as a day's traffic would be.

@@ -249,7 +249,7 @@ impl App {
         );
         let pipeline = Pipeline::new(snapshot, metrics.clone(), audit, streams);
         if let Some(history) = history {
-            pipeline.bus().attach_history(history);
+            pipeline.attach_history(history);
         }
         if let Some(settings) = &config.cluster {
             let cluster = crate::cluster::Cluster::connect(settings.clone(), metrics).await?;

@@ -152,7 +152,39 @@ pub struct Subscription {
     pub queue_bytes: usize,
     /// What happens to an event when the queue is full.
     pub overflow: Overflow,
+    /// At most once (the default), or at least once with redelivery.
+    pub delivery: Delivery,
 }
+
+/// How a subscribed agent is given its events.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Delivery {
+    /// Each event is handed over once; one the agent fails on is gone.
+    #[default]
+    AtMostOnce,
+    /// An event counts as delivered when the agent answers 2xx; until
+    /// then it is handed over again, and the subscription's place is kept
+    /// across restarts.
+    AtLeastOnce(Redelivery),
+}
+
+/// `delivery "at-least-once"`'s settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redelivery {
+    /// Tries per event, the first included.
+    pub attempts: u32,
+    /// The wait before the second try; it doubles with each further try.
+    pub backoff: Duration,
+    /// Where an event goes after its last try (published there as is);
+    /// none: it is dropped and counted.
+    pub dead_letter: Option<String>,
+}
+
+/// `attempts` of a `subscribe` block unless it says otherwise.
+pub const DEFAULT_ATTEMPTS: u32 = 5;
+
+/// `backoff` of a `subscribe` block unless it says otherwise.
+pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
 
 /// A subscription's `queue-bytes` unless it says otherwise.
 pub const DEFAULT_QUEUE_BYTES: usize = 16 << 20;
@@ -166,7 +198,15 @@ pub enum Overflow {
     DropNewest,
 }
 
-pub(super) const SUBSCRIBE: &[&str] = &["queue", "queue-bytes", "overflow"];
+pub(super) const SUBSCRIBE: &[&str] = &[
+    "queue",
+    "queue-bytes",
+    "overflow",
+    "delivery",
+    "attempts",
+    "backoff",
+    "dead-letter",
+];
 const FLOWS: &[&str] = &["step", "sequential", "parallel", "fallback", "conditional"];
 
 impl Walker {
@@ -501,7 +541,15 @@ impl Walker {
             queue: 1024,
             queue_bytes: DEFAULT_QUEUE_BYTES,
             overflow: Overflow::DropOldest,
+            delivery: Delivery::AtMostOnce,
         };
+        let mut at_least_once = None;
+        let mut redelivery = Redelivery {
+            attempts: DEFAULT_ATTEMPTS,
+            backoff: DEFAULT_BACKOFF,
+            dead_letter: None,
+        };
+        let mut retry_span = None;
         let mut seen = Seen::default();
         for child in node.children().map(|d| d.nodes()).unwrap_or_default() {
             if !seen.first(self, child) {
@@ -529,7 +577,80 @@ impl Walker {
                         ),
                     }
                 }
+                "delivery" => {
+                    let Some((text, span)) = self.string(child) else {
+                        continue;
+                    };
+                    match text.as_str() {
+                        "at-most-once" => at_least_once = Some((false, span)),
+                        "at-least-once" => at_least_once = Some((true, span)),
+                        _ => self.problems.push(
+                            Problem::new(span, format!("unknown delivery `{text}`"))
+                                .help("\"at-most-once\" (the default) or \"at-least-once\""),
+                        ),
+                    }
+                }
+                "attempts" => {
+                    retry_span.get_or_insert(child.name().span());
+                    let n = self.count(child).map(|n| n as u32);
+                    set(&mut redelivery.attempts, n);
+                }
+                "backoff" => {
+                    retry_span.get_or_insert(child.name().span());
+                    set(&mut redelivery.backoff, self.duration(child));
+                }
+                "dead-letter" => {
+                    retry_span.get_or_insert(child.name().span());
+                    let Some((topic, span)) = self.string(child) else {
+                        continue;
+                    };
+                    if let Err(e) = super::topic::check_topic(&topic) {
+                        self.problems.push(Problem::new(span, e.to_string()));
+                    } else if super::topic::matches(&sub.pattern, &topic) {
+                        self.problems.push(
+                            Problem::new(
+                                span,
+                                format!(
+                                    "the dead letters of `{}` would come back to it",
+                                    sub.pattern
+                                ),
+                            )
+                            .help("give a topic its pattern does not match"),
+                        );
+                    } else {
+                        redelivery.dead_letter = Some(topic);
+                    }
+                }
                 _ => self.unknown(child, "in `subscribe`", SUBSCRIBE),
+            }
+        }
+        match at_least_once {
+            Some((true, span)) => {
+                if !self
+                    .kept
+                    .iter()
+                    .any(|k| super::topic::covers(k, &sub.pattern))
+                {
+                    self.problems.push(
+                        Problem::new(
+                            span,
+                            format!(
+                                "`delivery \"at-least-once\"` needs what `{}` matches kept, to hand it over again",
+                                sub.pattern
+                            ),
+                        )
+                        .help(format!("add `topic \"{}\"` (or a pattern covering it)", sub.pattern)),
+                    );
+                }
+                sub.delivery = Delivery::AtLeastOnce(redelivery);
+            }
+            _ => {
+                if let Some(span) = retry_span {
+                    self.problems.push(
+                        Problem::new(span, "`attempts`, `backoff` and `dead-letter` apply to `delivery \"at-least-once\"`")
+                            .help("add `delivery \"at-least-once\"` to this `subscribe` block"),
+                    );
+                }
             }
         }
         Some(sub)

@@ -126,6 +126,75 @@ mod tests {
     }
 
     #[test]
+    fn a_pattern_covers_what_it_matches_all_of() {
+        use crate::topic::covers;
+        for (outer, inner, want) in [
+            ("orders.>", "orders.eu.*", true),
+            ("orders.>", "orders.>", true),
+            ("orders.*", "orders.eu", true),
+            ("orders.*", "orders.*", true),
+            ("orders.*", "orders.>", false),
+            ("orders.eu", "orders.*", false),
+            ("orders.>", "orders", false),
+            (">", "a.b", true),
+            ("a.*.c", "a.b.c", true),
+            ("a.*.c", "a.b.d", false),
+        ] {
+            assert_eq!(covers(outer, inner), want, "{outer} ⊇ {inner}");
+        }
+    }
+
+    #[test]
+    fn at_least_once_needs_its_topics_kept_and_sane_dead_letters() {
+        let ok = parse(
+            r#"
+            topic "orders.>"
+            agent "a" {
+                subscribe "orders.eu.*" {
+                    delivery "at-least-once"
+                    attempts 3
+                    backoff "10ms"
+                    dead-letter "dead.orders"
+                }
+            }
+            "#,
+        )
+        .unwrap();
+        let sub = &ok.agents["a"].subscribes[0];
+        assert_eq!(
+            sub.delivery,
+            crate::Delivery::AtLeastOnce(crate::Redelivery {
+                attempts: 3,
+                backoff: Duration::from_millis(10),
+                dead_letter: Some("dead.orders".into()),
+            })
+        );
+        for (text, says) in [
+            (
+                r#"topic "orders.eu"
+                   agent "a" { subscribe "orders.*" { delivery "at-least-once"; } }"#,
+                "needs what `orders.*` matches kept",
+            ),
+            (
+                r#"topic "orders.>"
+                   agent "a" { subscribe "orders.>" { delivery "at-least-once"; dead-letter "orders.dead"; } }"#,
+                "would come back to it",
+            ),
+            (
+                r#"agent "a" { subscribe "x" { attempts 3; } }"#,
+                "apply to `delivery",
+            ),
+            (
+                r#"agent "a" { subscribe "x" { delivery "twice"; } }"#,
+                "unknown delivery `twice`",
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn a_bad_topic_block_is_refused_with_where_and_why() {
         for (text, says) in [
             (r#"topic "a.>.b""#, "a.>.b"),

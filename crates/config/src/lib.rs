@@ -43,7 +43,8 @@ pub use bounds::extremes;
 pub use card::{CARD_MAX_AGE, CardSettings};
 pub use cluster::Cluster;
 pub use compose::{
-    Composition, Condition, DEFAULT_CALL_DEPTH, FailOn, Flow, Merge, Overflow, Step, Subscription,
+    Composition, Condition, DEFAULT_ATTEMPTS, DEFAULT_BACKOFF, DEFAULT_CALL_DEPTH, Delivery,
+    FailOn, Flow, Merge, Overflow, Redelivery, Step, Subscription,
 };
 pub use diag::{ConfigError, Problem};
 pub use filter::{AuditSink, BodyLimit, Failure, FilterMode, FilterPolicy, PastLimit};

@@ -225,6 +225,7 @@ impl Walker {
         for node in doc.nodes().iter().filter(|n| n.name().value() == "filter") {
             self.filter(node, &mut config.filters);
         }
+        self.kept = config.keeps.iter().map(|k| k.pattern.clone()).collect();
         for node in doc.nodes().iter().filter(|n| n.name().value() == "agent") {
             self.agent(node, &config.defaults.clone(), &mut config.agents);
         }

@@ -123,6 +123,21 @@ pub fn overlap(a: &str, b: &str) -> bool {
     }
 }
 
+/// Whether every topic `inner` matches is matched by `outer` too.
+pub fn covers(outer: &str, inner: &str) -> bool {
+    let (mut o, mut i) = (outer.split('.'), inner.split('.'));
+    loop {
+        match (o.next(), i.next()) {
+            (None, None) => return true,
+            // `>` takes one token or more: whatever `inner` has left.
+            (Some(">"), Some(_)) => return true,
+            (Some("*"), Some(t)) if t != ">" => {}
+            (Some(x), Some(y)) if x == y && x != ">" => {}
+            _ => return false,
+        }
+    }
+}
+
 /// Checks a topic a message is published to: a pattern's rules, and no
 /// wildcards.
 pub fn check_topic(topic: &str) -> Result<(), TopicError> {

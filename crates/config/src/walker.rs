@@ -22,6 +22,9 @@ pub(super) struct Walker {
     /// The configuration file's directory: files it names are read
     /// relative to it.
     pub(super) base_dir: std::path::PathBuf,
+    /// The `topic` blocks' patterns, read before any `agent` block (an
+    /// at-least-once subscription needs its topics kept).
+    pub(super) kept: Vec<String>,
 }
 
 impl Walker {

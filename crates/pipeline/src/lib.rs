@@ -349,6 +349,13 @@ impl Pipeline {
         self.stages.load().call_depth
     }
 
+    /// Keeps kept topics' messages in `history` from now on, and starts
+    /// the at-least-once subscriptions that were waiting for it.
+    pub fn attach_history(&self, history: Arc<wharf_tasks::history::History>) {
+        self.bus.attach_history(history);
+        self.subscribe_agents();
+    }
+
     /// Makes the bus's agent subscriptions those of the loaded agents.
     fn subscribe_agents(&self) {
         let routes = self.routes();

@@ -223,7 +223,7 @@ impl Reloader {
         let bus = self.state.pipeline.bus();
         if !config.keeps.is_empty() && !bus.has_history() {
             match crate::app::open_history(&config).await {
-                Ok(Some(history)) => bus.attach_history(history),
+                Ok(Some(history)) => self.state.pipeline.attach_history(history),
                 Ok(None) => {}
                 Err(err) => {
                     tracing::error!(error = %err, "the topic history cannot be opened: nothing is kept")

@@ -453,3 +453,77 @@ async fn a_watcher_too_slow_for_its_queue_loses_no_kept_message() {
     );
     server.stop().await;
 }
+
+const DURABLE: &str = r#"
+topic "jobs.>" { keep 100; }
+agent "worker" {
+    subscribe "jobs.*" {
+        delivery "at-least-once"
+        attempts 3
+        backoff "20ms"
+        dead-letter "dead.jobs"
+    }
+    retries 0
+    breaker { failures 10000; }
+    health { unhealthy-after 1000; }
+}
+"#;
+
+fn sample(outcome: &str) -> String {
+    format!(r#"wharf_topic_events_total{{subscriber="worker",outcome="{outcome}"}}"#)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subscriber_that_traps_gets_the_event_again_then_it_goes_to_the_dead_letters() {
+    let dir = agents_dir(&[]);
+    copy_guest(dir.path(), "counter", "worker");
+    let server = Server::start(config(dir.path(), DURABLE)).await;
+    let mut dead = watch(&server, "dead.%3E", None).await;
+    publish(&server, "jobs.a", "trap").await;
+    publish(&server, "jobs.a", "fine").await;
+    let got = sse(&mut dead, &mut String::new(), 1).await;
+    assert_eq!(
+        (
+            got[0].data["topic"].as_str(),
+            got[0].data["payload"].as_str()
+        ),
+        (Some("dead.jobs"), Some("trap"))
+    );
+    wait_until(
+        "`fine` taken after the trapping event's three tries",
+        || async { metric(&server, &sample("delivered")).await == 1.0 },
+    )
+    .await;
+    assert_eq!(metric(&server, &sample("failed")).await, 3.0);
+    assert_eq!(metric(&server, &sample("dead_lettered")).await, 1.0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_at_least_once_subscriber_resumes_where_it_left_off_after_a_restart() {
+    let dir = agents_dir(&[]);
+    copy_guest(dir.path(), "counter", "worker");
+    let data = tempfile::tempdir().unwrap();
+    let kdl = format!(
+        "tasks {{ path {:?} }}\n{DURABLE}",
+        data.path().join("tasks.db").display().to_string()
+    );
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    // Four jobs of 400 ms each; the host stops during the first.
+    for _ in 0..4 {
+        publish(&server, "jobs.slow", "busy 400").await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.stop().await;
+
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    // What the first run had not finished is handed over by the second.
+    wait_until("the jobs left over delivered after the restart", || async {
+        metric(&server, &sample("delivered")).await >= 3.0
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let second = metric(&server, &sample("delivered")).await;
+    assert!((3.0..=4.0).contains(&second), "{second}");
+    server.stop().await;
+}

@@ -251,7 +251,7 @@ pub const FAMILIES: &[Family] = &[
         "wharf_topic_events_total",
         C,
         &["subscriber", "outcome"],
-        "Topic events per subscriber: queued, dropped, delivered, failed.",
+        "Topic events per subscriber: queued, dropped, delivered, failed (each try), dead_lettered (an at-least-once event not taken after its last try).",
     ),
     family(
         "wharf_topic_delivery_seconds",

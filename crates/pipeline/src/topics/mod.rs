@@ -9,8 +9,10 @@
 //!
 //! Guarantees, stated and tested: delivery is at most once and in process
 //! (an event queued for a subscriber that is then removed, or dropped by a
-//! full queue, is not delivered); each subscriber sees events in the order
-//! they were published. A topic a `topic` block keeps also goes to the
+//! full queue, is not delivered) unless a subscription asks for
+//! at-least-once delivery ([`Durable`]: handed over again until taken,
+//! then dead-lettered, its place kept in the history); each subscriber
+//! sees events in the order they were published. A topic a `topic` block keeps also goes to the
 //! [`History`], which gives each message an id: clients read kept messages
 //! back ([`read`]) and watchers resume after an id ([`watch_response`]),
 //! across restarts. Each event
@@ -18,6 +20,7 @@
 //! `topics { max-hops }` a publish is refused, which ends a loop of agents
 //! republishing each other's events.
 
+mod catchup;
 mod pattern;
 mod queue;
 pub mod read;
@@ -64,7 +67,7 @@ pub use queue::{Event, Queue, QueueCounters};
 pub use resume::watch_response;
 
 use arc_swap::ArcSwapOption;
-use wharf_config::{Overflow, Subscription, TopicKeep, Topics};
+use wharf_config::{Delivery, Overflow, Redelivery, Subscription, TopicKeep, Topics};
 use wharf_core::metrics::{Metrics, counter};
 use wharf_tasks::history::{History, HistoryError};
 
@@ -246,7 +249,7 @@ impl Bus {
             .is_some()
             .then(|| self.kept_order.lock().unwrap_or_else(|e| e.into_inner()));
         let id = match kept {
-            Some((keeping, keep)) => match keeping.history.append(keep, topic, &payload) {
+            Some((keeping, keep)) => match keeping.history.append(keep, topic, &payload, hops) {
                 Ok((id, _)) => {
                     self.kept_counts[0].increment(1);
                     Some(id)
@@ -343,7 +346,7 @@ impl Bus {
     /// the same keeps its queue and delivery task (nothing queued is lost
     /// across a reload); one removed is closed; one added starts a task
     /// that hands its events to `deliver`.
-    pub fn sync(&self, wanted: Vec<(String, Subscription)>, deliver: &Deliver) {
+    pub fn sync(self: &Arc<Self>, wanted: Vec<(String, Subscription)>, deliver: &Deliver) {
         let mut agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
         let mut next = BTreeMap::new();
         for (agent, sub) in wanted {
@@ -363,13 +366,57 @@ impl Bus {
                 tracing::warn!(agent, pattern = %sub.pattern, "no async runtime: the subscription is not served");
                 continue;
             };
+            let history = self
+                .kept
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .0
+                .clone();
+            if matches!(sub.delivery, Delivery::AtLeastOnce(_)) && history.is_none() {
+                // It starts once a history is attached (the next sync).
+                tracing::debug!(agent, pattern = %sub.pattern, "an at-least-once subscription waits for the topic history");
+                continue;
+            }
             let subscriber =
                 self.subscriber(&agent, pattern, sub.queue, sub.queue_bytes, sub.overflow);
-            runtime.spawn(deliver_all(subscriber.clone(), deliver.clone()));
+            match (&sub.delivery, history) {
+                (Delivery::AtLeastOnce(again), Some(history)) => {
+                    let durable = Durable {
+                        sub: subscriber.clone(),
+                        deliver: deliver.clone(),
+                        history,
+                        again: again.clone(),
+                        bus: Arc::downgrade(self),
+                        dead: counter(
+                            self.metrics.recorder(),
+                            "wharf_topic_events_total",
+                            vec![
+                                metrics::Label::new("subscriber", agent.clone()),
+                                metrics::Label::new("outcome", "dead_lettered"),
+                            ],
+                        ),
+                    };
+                    runtime.spawn(durable.run());
+                }
+                _ => {
+                    runtime.spawn(deliver_all(subscriber.clone(), deliver.clone()));
+                }
+            }
             next.insert(key, (sub, subscriber));
         }
         for (_, (_, gone)) in std::mem::replace(&mut *agents, next) {
             self.unsubscribe(&gone);
+        }
+    }
+}
+
+impl Drop for Bus {
+    /// Ends every agent subscription's delivery task (a host stopping
+    /// within a process lets go of its history).
+    fn drop(&mut self) {
+        let agents = self.agents.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (_, sub) in agents.values() {
+            sub.queue.close();
         }
     }
 }
@@ -379,6 +426,105 @@ impl Bus {
 async fn deliver_all(sub: Arc<Subscriber>, deliver: Deliver) {
     while let Some(event) = sub.queue.pop().await {
         deliver(sub.name.clone(), event).await;
+    }
+}
+
+/// The most a redelivery waits, however many tries came before.
+const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// One at-least-once subscription's delivery task: its events in id order
+/// from where its cursor left off, each handed over until the agent takes
+/// it (a 2xx) or its tries are spent (then to the dead-letter topic), and
+/// acknowledged in the history after; the next waits meanwhile.
+struct Durable {
+    sub: Arc<Subscriber>,
+    deliver: Deliver,
+    history: Arc<History>,
+    again: Redelivery,
+    bus: std::sync::Weak<Bus>,
+    dead: metrics::Counter,
+}
+
+impl Durable {
+    async fn run(self) {
+        let (name, pattern) = (self.sub.name.clone(), self.sub.pattern.as_str());
+        let mut source = match self.history.cursor(&name, pattern) {
+            Some(after) => {
+                let lost = self
+                    .history
+                    .lost_after(after, |k| wharf_config::topic::overlap(k, pattern));
+                if let Some(through) = lost {
+                    tracing::warn!(agent = %name, pattern, after, through, "retention deleted kept messages this subscriber had not taken: raise `keep` or `for`");
+                }
+                catchup::Catchup::after(self.history.clone(), pattern, after)
+            }
+            None => {
+                let source = catchup::Catchup::live(Some(self.history.clone()), pattern);
+                self.ack(source.sent());
+                source
+            }
+        };
+        while let Some(next) = source.next(&self.sub.queue).await {
+            let event = match next {
+                catchup::Next::Event(event) => event,
+                catchup::Next::Failed(e) => {
+                    tracing::error!(agent = %name, pattern, error = %e, "the topic history could not be read: kept events are skipped");
+                    continue;
+                }
+            };
+            if !self.hand_over(&event).await {
+                return; // removed: its cursor stays where it was
+            }
+            if let Some(id) = event.id {
+                self.ack(id);
+            }
+        }
+    }
+
+    /// Hands `event` over until taken or out of tries; false when the
+    /// subscription was removed meanwhile.
+    async fn hand_over(&self, event: &Arc<Event>) -> bool {
+        let mut wait = self.again.backoff;
+        for attempt in 1..=self.again.attempts {
+            if (self.deliver)(self.sub.name.clone(), event.clone()).await {
+                return true;
+            }
+            if self.sub.queue.is_closed() {
+                return false;
+            }
+            if attempt < self.again.attempts {
+                tokio::select! {
+                    () = tokio::time::sleep(wait.min(MAX_BACKOFF)) => {}
+                    () = self.sub.queue.closed() => return false,
+                }
+                wait = wait.saturating_mul(2);
+            }
+        }
+        self.dead.increment(1);
+        let Some(topic) = &self.again.dead_letter else {
+            tracing::warn!(agent = %self.sub.name, topic = %event.topic, attempts = self.again.attempts, "an event was not taken after its last try; no `dead-letter` topic: dropped");
+            return true;
+        };
+        if let Some(bus) = self.bus.upgrade()
+            && let Err(e) = bus.publish(
+                topic,
+                event.payload.clone(),
+                event.hops + 1,
+                event.trace.as_ref(),
+            )
+        {
+            tracing::warn!(agent = %self.sub.name, dead_letter = %topic, error = %e, "an event was not taken and could not go to its dead-letter topic");
+        }
+        true
+    }
+
+    fn ack(&self, id: u64) {
+        if let Err(e) = self
+            .history
+            .ack(&self.sub.name, self.sub.pattern.as_str(), id)
+        {
+            tracing::error!(agent = %self.sub.name, error = %e, "a durable subscription's place could not be kept");
+        }
     }
 }
 
@@ -392,11 +538,6 @@ impl Watch {
     /// The next event for this watcher.
     pub async fn next(&self) -> Option<Arc<Event>> {
         self.sub.queue.pop().await
-    }
-
-    /// Whether the watch's queue dropped an event since the last look.
-    pub fn take_dropped(&self) -> bool {
-        self.sub.queue.take_dropped()
     }
 
     /// The pattern watched.
@@ -469,7 +610,95 @@ mod tests {
             queue,
             queue_bytes: 16 << 20,
             overflow: Overflow::DropOldest,
+            delivery: Delivery::AtMostOnce,
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn at_least_once_hands_over_again_in_order_and_resumes_from_its_cursor() {
+        use std::collections::HashMap;
+        let dir = tempfile::tempdir().unwrap();
+        let keeps = vec![TopicKeep {
+            pattern: "jobs.>".into(),
+            keep: 100,
+            age: None,
+        }];
+        let history = History::open(&dir.path().join("t.db"), keeps.clone(), 1 << 20);
+        let history = Arc::new(history.unwrap());
+        let bus = Arc::new(Bus::new(Metrics::new()));
+        bus.attach_history(history.clone());
+        bus.set_keeps(&keeps);
+        let dead = bus.watch("dead.>", 16, usize::MAX).unwrap();
+        // `flaky` fails twice then is taken; `bad` is never taken.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let tries: Arc<Mutex<HashMap<Bytes, u32>>> = Arc::default();
+        let deliver: Deliver = Arc::new(move |_, event: Arc<Event>| {
+            let (tx, tries) = (tx.clone(), tries.clone());
+            Box::pin(async move {
+                let n = {
+                    let mut tries = tries.lock().unwrap();
+                    let n = tries.entry(event.payload.clone()).or_default();
+                    *n += 1;
+                    *n
+                };
+                let taken = match &event.payload[..] {
+                    b"flaky" => n > 2,
+                    b"bad" => false,
+                    _ => true,
+                };
+                tx.send((String::from_utf8(event.payload.to_vec()).unwrap(), taken))
+                    .unwrap();
+                taken
+            })
+        });
+        let mut durable = sub("jobs.*", 8);
+        durable.delivery = Delivery::AtLeastOnce(Redelivery {
+            attempts: 3,
+            backoff: std::time::Duration::from_millis(1),
+            dead_letter: Some("dead.jobs".into()),
+        });
+        let wanted = || vec![("w".to_string(), durable.clone())];
+        bus.sync(wanted(), &deliver);
+        let publish = |p: &'static str| bus.publish("jobs.a", Bytes::from(p), 0, None).unwrap();
+        for p in ["flaky", "bad", "ok"] {
+            publish(p);
+        }
+        let mut seen = Vec::new();
+        while seen.len() < 7 {
+            let (p, taken) = rx.recv().await.unwrap();
+            seen.push(format!("{p}:{}", if taken { "taken" } else { "failed" }));
+        }
+        assert_eq!(
+            seen,
+            [
+                "flaky:failed",
+                "flaky:failed",
+                "flaky:taken",
+                "bad:failed",
+                "bad:failed",
+                "bad:failed",
+                "ok:taken",
+            ]
+        );
+        let letter = dead.next().await.unwrap();
+        assert_eq!((&letter.payload[..], letter.hops), (&b"bad"[..], 1));
+
+        // Removed, it keeps its place: what is published meanwhile is
+        // handed over when it is back.
+        let mut ok_id = None;
+        for _ in 0..200 {
+            ok_id = history.cursor("w", "jobs.*");
+            if ok_id == Some(history.last_id()) {
+                break; // acknowledged through `ok`, the last kept
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(ok_id, Some(history.last_id()));
+        bus.sync(vec![], &deliver);
+        publish("while away");
+        bus.sync(wanted(), &deliver);
+        let (p, taken) = rx.recv().await.unwrap();
+        assert_eq!((p.as_str(), taken), ("while away", true));
     }
 
     #[tokio::test]

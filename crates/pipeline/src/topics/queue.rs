@@ -171,6 +171,22 @@ impl Queue {
         self.len() == 0
     }
 
+    /// Whether the queue was stopped.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Waits until the queue is stopped.
+    pub async fn closed(&self) {
+        loop {
+            let notified = self.ready.notified();
+            if self.is_closed() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// Stops the queue: nothing more is queued and `pop` returns none.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);

@@ -3,14 +3,9 @@
 //! then (a page at a time, so a long absence costs one page of memory),
 //! then the live events, without repeating one; and when the watch's
 //! bounded queue drops events because the client reads slowly, the kept
-//! ones among them are read back from the history in their place. A
-//! client resuming past what retention deleted, or on a pattern nothing
-//! keeps, is told so with an `event: gap`.
-//!
-//! No kept message falls between the history and the queue: the watch
-//! subscribes before the history's last id is read, so a message is either
-//! at or below that id (and read from the history) or above it (and queued
-//! live).
+//! ones among them are read back in their place ([`Catchup`]). A client
+//! resuming past what retention deleted, or on a pattern nothing keeps, is
+//! told so with an `event: gap`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -18,24 +13,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::StreamExt;
 
-use super::{Keeping, Watch, message_frame, sse_frame};
+use super::catchup::{Catchup, Next};
+use super::{Keeping, Watch, sse_frame};
 use wharf_core::request::Response;
-use wharf_tasks::history::{History, Query};
-
-/// Kept messages read from the history per page while catching up.
-const REPLAY_PAGE: usize = 256;
 
 struct Watching {
     watch: Watch,
-    /// The history, when it keeps something this pattern matches.
-    history: Option<Arc<History>>,
-    /// The last kept id sent (or the one to resume after): a replay
-    /// starts after it.
-    sent: u64,
-    /// Kept ids up to this come from the history, not the queue.
-    upto: u64,
-    /// Whether the history is being read (ids `sent + 1 ..= upto`).
-    replaying: bool,
+    source: Catchup,
     frames: VecDeque<Bytes>,
 }
 
@@ -64,14 +48,14 @@ pub fn watch_response(watch: Watch, keeping: Option<Arc<Keeping>>, after: Option
             frames.push_back(Bytes::from(format!("event: gap\ndata: {data}\n\n")));
         }
     }
-    // Read after subscribing: later kept messages are in the queue.
-    let upto = history.as_ref().map_or(0, |h| h.last_id());
+    // The watch is subscribed: the history's last id is read after it.
+    let source = match (history, after) {
+        (Some(history), Some(after)) => Catchup::after(history, &pattern, after),
+        (history, _) => Catchup::live(history, &pattern),
+    };
     let state = Watching {
-        sent: after.unwrap_or(upto),
-        replaying: after.is_some() && history.is_some(),
-        upto,
-        history,
         watch,
+        source,
         frames,
     };
     let events = futures_util::stream::unfold(state, next_frame);
@@ -81,54 +65,17 @@ pub fn watch_response(watch: Watch, keeping: Option<Arc<Keeping>>, after: Option
 }
 
 async fn next_frame(mut w: Watching) -> Option<(Bytes, Watching)> {
-    loop {
-        if let Some(frame) = w.frames.pop_front() {
-            return Some((frame, w));
-        }
-        if let (true, Some(history)) = (w.replaying, &w.history) {
-            let mut q = Query::new(w.watch.pattern(), REPLAY_PAGE);
-            q.after = Some(w.sent);
-            q.before = Some(w.upto.saturating_add(1));
-            match history.read(q).await {
-                Ok(page) => {
-                    for m in &page.messages {
-                        let frame = message_frame(&m.topic, &m.payload, Some(m.id));
-                        w.frames.push_back(frame);
-                    }
-                    match page.next {
-                        Some(next) => w.sent = next,
-                        None => {
-                            w.sent = w.upto;
-                            w.replaying = false;
-                        }
-                    }
-                }
-                Err(e) => {
-                    let data = serde_json::json!({ "reason": e.to_string() });
-                    w.frames
-                        .push_back(Bytes::from(format!("event: gap\ndata: {data}\n\n")));
-                    w.sent = w.upto;
-                    w.replaying = false;
-                }
-            }
-            continue;
-        }
-        let event = w.watch.next().await?;
-        if let Some(history) = &w.history
-            && w.watch.take_dropped()
-        {
-            // The queue dropped events: the kept ones come from the
-            // history, up to the newest given now.
-            w.upto = w.upto.max(history.last_id());
-            w.replaying = true;
-        }
-        match event.id {
-            Some(id) if id <= w.upto => continue, // from the history
-            Some(id) => w.sent = id,
-            None => {}
-        }
-        return Some((sse_frame(&event), w));
+    if let Some(frame) = w.frames.pop_front() {
+        return Some((frame, w));
     }
+    let frame = match w.source.next(&w.watch.sub.queue).await? {
+        Next::Event(event) => sse_frame(&event),
+        Next::Failed(e) => {
+            let data = serde_json::json!({ "reason": e.to_string() });
+            Bytes::from(format!("event: gap\ndata: {data}\n\n"))
+        }
+    };
+    Some((frame, w))
 }
 
 type EventStream =

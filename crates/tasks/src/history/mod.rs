@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS messages (
     keep         TEXT    NOT NULL,
     topic        TEXT    NOT NULL,
     published_ms INTEGER NOT NULL,
+    hops         INTEGER NOT NULL,
     payload      BLOB    NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_keep ON messages (keep, id);
@@ -44,6 +45,12 @@ CREATE INDEX IF NOT EXISTS messages_by_time ON messages (published_ms);
 CREATE TABLE IF NOT EXISTS trimmed (
     keep    TEXT    PRIMARY KEY,
     through INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cursors (
+    subscriber TEXT    NOT NULL,
+    pattern    TEXT    NOT NULL,
+    acked      INTEGER NOT NULL,
+    PRIMARY KEY (subscriber, pattern)
 );
 PRAGMA user_version = 1;
 ";
@@ -121,6 +128,9 @@ pub struct History {
     settled: tokio::sync::watch::Receiver<u64>,
     /// Per kept pattern, the highest id retention has deleted.
     trimmed: Arc<Mutex<HashMap<String, u64>>>,
+    /// Per durable subscription (subscriber, pattern), the last id it
+    /// acknowledged.
+    cursors: Mutex<HashMap<(String, String), u64>>,
     readers: Mutex<Vec<Connection>>,
     /// Permits for reads running at once.
     reading: tokio::sync::Semaphore,
@@ -174,6 +184,7 @@ impl History {
         let state = writer::State::load(&conn).map_err(|e| open_err(e.to_string()))?;
         let next = (state.last_id + 1).max(now_micros());
         let trimmed = Arc::new(Mutex::new(state.trimmed.clone()));
+        let cursors = Mutex::new(state.cursors.clone());
         let (settled_tx, settled) = tokio::sync::watch::channel(next - 1);
         let backlog = Arc::new(AtomicUsize::new(0));
         let failed_writes = Arc::new(AtomicU64::new(0));
@@ -199,6 +210,7 @@ impl History {
             max_backlog,
             settled,
             trimmed,
+            cursors,
             readers: Mutex::new(Vec::new()),
             reading: tokio::sync::Semaphore::new(MAX_READERS),
             writer: Some(handle),
@@ -220,6 +232,7 @@ impl History {
         keep: &Arc<str>,
         topic: &str,
         payload: &Bytes,
+        hops: u32,
     ) -> Result<(u64, i64), HistoryError> {
         let queued = self.backlog.load(Ordering::Relaxed);
         if queued + payload.len() > self.max_backlog {
@@ -237,6 +250,7 @@ impl History {
             keep: keep.clone(),
             topic: topic.into(),
             published_ms,
+            hops,
             payload: payload.clone(),
         };
         if tail.tx.send(Op::Append(row)).is_err() {
@@ -252,6 +266,27 @@ impl History {
     /// first opened, in µs since 1970; each message adds one.)
     pub fn last_id(&self) -> u64 {
         self.tail.lock().unwrap_or_else(|e| e.into_inner()).next - 1
+    }
+
+    /// The last id `subscriber` acknowledged of what `pattern` matches,
+    /// if it ever did.
+    pub fn cursor(&self, subscriber: &str, pattern: &str) -> Option<u64> {
+        let cursors = self.cursors.lock().unwrap_or_else(|e| e.into_inner());
+        cursors
+            .get(&(subscriber.to_string(), pattern.to_string()))
+            .copied()
+    }
+
+    /// Records that `subscriber` has everything `pattern` matches up to
+    /// `id` (written with the next batch; a cursor never goes back).
+    pub fn ack(&self, subscriber: &str, pattern: &str, id: u64) -> Result<(), HistoryError> {
+        let key = (subscriber.to_string(), pattern.to_string());
+        {
+            let mut cursors = self.cursors.lock().unwrap_or_else(|e| e.into_inner());
+            let at = cursors.entry(key.clone()).or_insert(id);
+            *at = (*at).max(id);
+        }
+        self.send(Op::Ack(key.0, key.1, id))
     }
 
     /// Keeps what `keeps` lists from now on: messages kept under a pattern

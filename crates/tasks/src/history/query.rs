@@ -63,6 +63,9 @@ pub struct Kept {
     pub topic: String,
     /// When, in ms since the epoch.
     pub published_ms: i64,
+    /// Which republish in a row it was (0 when no delivered event led to
+    /// its publish).
+    pub hops: u32,
     /// Its payload.
     pub payload: Vec<u8>,
 }
@@ -136,7 +139,7 @@ pub(crate) fn run(conn: &Connection, q: &Query) -> Result<Page, HistoryError> {
         Topics::Any => ("AND ?3 = ?3 AND ?4 = ?4", String::new(), String::new()),
     };
     let sql = format!(
-        "SELECT id, topic, published_ms, payload FROM messages \
+        "SELECT id, topic, published_ms, payload, hops FROM messages \
          WHERE id > ?1 AND id < ?2 {clause} ORDER BY id {order}"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(db)?;
@@ -168,6 +171,7 @@ pub(crate) fn run(conn: &Connection, q: &Query) -> Result<Page, HistoryError> {
                 id,
                 topic: topic.to_string(),
                 published_ms: row.get(2).map_err(db)?,
+                hops: row.get(4).map_err(db)?,
                 payload: payload.to_vec(),
             });
             if page.messages.len() >= limit {

@@ -21,9 +21,14 @@ fn open(dir: &tempfile::TempDir, keeps: Vec<TopicKeep>) -> Arc<History> {
 }
 
 fn put(h: &History, keep: &str, topic: &str, payload: &str) -> u64 {
-    h.append(&Arc::from(keep), topic, &Bytes::from(payload.to_string()))
-        .unwrap()
-        .0
+    h.append(
+        &Arc::from(keep),
+        topic,
+        &Bytes::from(payload.to_string()),
+        0,
+    )
+    .unwrap()
+    .0
 }
 
 fn texts(page: &Page) -> Vec<String> {
@@ -181,9 +186,14 @@ async fn a_reopened_history_keeps_its_messages_and_never_reuses_an_id() {
         let ids: Vec<u64> = (0..3).map(|n| put(&h, "a", "a", &n.to_string())).collect();
         h.settled_through(ids[2]).await.unwrap();
         h.retain_now().unwrap();
+        h.ack("audit", "a", ids[1]).unwrap();
+        h.ack("audit", "a", ids[0]).unwrap(); // a cursor never goes back
+        assert_eq!(h.cursor("audit", "a"), Some(ids[1]));
         ids
     };
     let h = open(&dir, vec![keep("a", 2)]);
+    assert_eq!(h.cursor("audit", "a"), Some(first[1]));
+    assert_eq!(h.cursor("audit", "b"), None);
     assert_eq!(
         texts(&h.read(Query::new("a", 10)).await.unwrap()),
         ["1", "2"]
@@ -200,10 +210,10 @@ async fn appends_past_the_backlog_are_refused_not_held() {
     let dir = tempfile::tempdir().unwrap();
     let h = History::open(&dir.path().join("topics.db"), vec![keep("a", 10)], 8).unwrap();
     let big = Bytes::from(vec![b'x'; 9]);
-    let err = h.append(&Arc::from("a"), "a", &big).unwrap_err();
+    let err = h.append(&Arc::from("a"), "a", &big, 0).unwrap_err();
     assert!(matches!(err, HistoryError::Backlog { max: 8, .. }), "{err}");
     assert!(
-        h.append(&Arc::from("a"), "a", &Bytes::from_static(b"ok"))
+        h.append(&Arc::from("a"), "a", &Bytes::from_static(b"ok"), 0)
             .is_ok()
     );
 }

@@ -23,6 +23,8 @@ const BATCH_MAX: usize = 1024;
 
 pub(crate) enum Op {
     Append(Row),
+    /// A durable subscription's cursor: subscriber, pattern, id.
+    Ack(String, String, u64),
     Keeps(Vec<TopicKeep>),
     Retain(SyncSender<Result<u64, HistoryError>>),
 }
@@ -33,6 +35,7 @@ pub(crate) struct Row {
     pub keep: Arc<str>,
     pub topic: Box<str>,
     pub published_ms: i64,
+    pub hops: u32,
     pub payload: Bytes,
 }
 
@@ -42,6 +45,7 @@ pub(crate) struct State {
     pub last_ms: i64,
     pub counts: HashMap<String, u64>,
     pub trimmed: HashMap<String, u64>,
+    pub cursors: HashMap<(String, String), u64>,
 }
 
 impl State {
@@ -65,6 +69,19 @@ impl State {
             let (keep, through) = row?;
             trimmed.insert(keep, through as u64);
         }
+        let mut cursors = HashMap::new();
+        let mut stmt = conn.prepare("SELECT subscriber, pattern, acked FROM cursors")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        for row in rows {
+            let (subscriber, pattern, acked) = row?;
+            cursors.insert((subscriber, pattern), acked as u64);
+        }
         let (last_id, last_ms) = last.unwrap_or((0, 0));
         let last_trimmed = trimmed.values().copied().max().unwrap_or(0);
         Ok(State {
@@ -72,6 +89,7 @@ impl State {
             last_ms,
             counts,
             trimmed,
+            cursors,
         })
     }
 }
@@ -108,16 +126,21 @@ impl Writer {
                 }
             }
             let mut rows = Vec::new();
+            let mut acks = HashMap::new();
             let mut asked = Vec::new();
             for op in ops {
                 match op {
                     Op::Append(row) => rows.push(row),
+                    Op::Ack(subscriber, pattern, id) => {
+                        let at = acks.entry((subscriber, pattern)).or_insert(id);
+                        *at = (*at).max(id);
+                    }
                     Op::Keeps(keeps) => self.keeps = keeps,
                     Op::Retain(tx) => asked.push(tx),
                 }
             }
-            if !rows.is_empty() {
-                self.write(&rows);
+            if !rows.is_empty() || !acks.is_empty() {
+                self.write(&rows, &acks);
             }
             let over = self
                 .keeps
@@ -138,12 +161,12 @@ impl Writer {
 
     /// Writes `rows` in one transaction; readers learn how far it got
     /// whether or not it committed (a failed batch is logged and counted).
-    fn write(&mut self, rows: &[Row]) {
+    fn write(&mut self, rows: &[Row], acks: &HashMap<(String, String), u64>) {
         let result = (|| -> rusqlite::Result<()> {
             let tx = self.conn.transaction()?;
             {
                 let mut insert = tx.prepare_cached(
-                    "INSERT INTO messages (id, keep, topic, published_ms, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO messages (id, keep, topic, published_ms, hops, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )?;
                 for row in rows {
                     insert.execute(params![
@@ -151,8 +174,16 @@ impl Writer {
                         &*row.keep,
                         &*row.topic,
                         row.published_ms,
+                        row.hops,
                         &row.payload[..]
                     ])?;
+                }
+                let mut ack = tx.prepare_cached(
+                    "INSERT INTO cursors (subscriber, pattern, acked) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (subscriber, pattern) DO UPDATE SET acked = max(acked, excluded.acked)",
+                )?;
+                for ((subscriber, pattern), id) in acks {
+                    ack.execute(params![subscriber, pattern, *id as i64])?;
                 }
             }
             tx.commit()
@@ -165,7 +196,7 @@ impl Writer {
             }
             Err(e) => {
                 self.failed.fetch_add(rows.len() as u64, Ordering::Relaxed);
-                tracing::error!(error = %e, messages = rows.len(), "topic history: a batch failed to commit; its messages were delivered but are not kept");
+                tracing::error!(error = %e, messages = rows.len(), cursors = acks.len(), "topic history: a batch failed to commit; its messages were delivered but are not kept");
             }
         }
         let bytes: usize = rows.iter().map(|r| r.payload.len()).sum();
