@@ -9,8 +9,8 @@
 
 #![deny(missing_docs)]
 
+mod dbfile;
 pub mod history;
-mod lockfile;
 mod pg_writer;
 mod postgres;
 mod sqlite;

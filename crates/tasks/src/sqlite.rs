@@ -80,12 +80,12 @@ pub struct SqliteStore {
 /// would each believe the other's running tasks were left behind by a
 /// crash.
 fn lock(path: &Path) -> Result<std::fs::File, StoreError> {
-    crate::lockfile::lock(path).map_err(|e| match e {
-        crate::lockfile::Locked::Held(holder) => StoreError::Held {
+    crate::dbfile::lock(path).map_err(|e| match e {
+        crate::dbfile::Locked::Held(holder) => StoreError::Held {
             path: path.to_path_buf(),
             holder,
         },
-        crate::lockfile::Locked::Io(e) => StoreError::Open {
+        crate::dbfile::Locked::Io(e) => StoreError::Open {
             path: path.to_path_buf(),
             reason: format!("cannot make its lock file: {e}"),
         },
@@ -105,24 +105,8 @@ impl SqliteStore {
             std::fs::create_dir_all(parent).map_err(|e| open_err(e.to_string()))?;
         }
         let lock = lock(&path)?;
-        let conn = Connection::open(&path).map_err(|e| open_err(e.to_string()))?;
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(|e| open_err(e.to_string()))?;
-        if version > SCHEMA_VERSION {
-            return Err(open_err(format!(
-                "it was written by a newer Wharf (schema {version}; this one knows {SCHEMA_VERSION})"
-            )));
-        }
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .map_err(|e| open_err(e.to_string()))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(open_err(format!("WAL mode is unavailable (got `{mode}`)")));
-        }
-        conn.pragma_update(None, "synchronous", "FULL")
-            .and_then(|()| conn.busy_timeout(Duration::from_secs(5)))
-            .and_then(|()| add_owner(&conn))
+        let conn = crate::dbfile::open_wal(&path, SCHEMA_VERSION, "FULL").map_err(open_err)?;
+        add_owner(&conn)
             .and_then(|()| conn.execute_batch(SCHEMA))
             .map_err(|e| open_err(e.to_string()))?;
         let live = Arc::new(Live::new());

@@ -155,31 +155,15 @@ impl History {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| open_err(e.to_string()))?;
         }
-        let lock = crate::lockfile::lock(path).map_err(|e| match e {
-            crate::lockfile::Locked::Held(holder) => HistoryError::Held {
+        let lock = crate::dbfile::lock(path).map_err(|e| match e {
+            crate::dbfile::Locked::Held(holder) => HistoryError::Held {
                 path: path.to_path_buf(),
                 holder,
             },
-            crate::lockfile::Locked::Io(e) => open_err(format!("cannot make its lock file: {e}")),
+            crate::dbfile::Locked::Io(e) => open_err(format!("cannot make its lock file: {e}")),
         })?;
-        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(|e| open_err(e.to_string()))?;
-        if version > SCHEMA_VERSION {
-            return Err(open_err(format!(
-                "it was written by a newer Wharf (schema {version}; this one knows {SCHEMA_VERSION})"
-            )));
-        }
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .map_err(|e| open_err(e.to_string()))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(open_err(format!("WAL mode is unavailable (got `{mode}`)")));
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .and_then(|()| conn.busy_timeout(Duration::from_secs(5)))
-            .and_then(|()| conn.execute_batch(SCHEMA))
+        let conn = crate::dbfile::open_wal(path, SCHEMA_VERSION, "NORMAL").map_err(open_err)?;
+        conn.execute_batch(SCHEMA)
             .map_err(|e| open_err(e.to_string()))?;
         let state = writer::State::load(&conn).map_err(|e| open_err(e.to_string()))?;
         let next = (state.last_id + 1).max(now_micros());

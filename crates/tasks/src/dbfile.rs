@@ -1,6 +1,7 @@
-//! The lock file beside a database (`PATH.lock`): one Wharf process at a
-//! time writes a store; the holder's pid is written in it so a refusal
-//! can name it.
+//! A store's SQLite file: the lock beside it (`PATH.lock`: one Wharf
+//! process at a time writes a store; the holder's pid is written in it so
+//! a refusal can name it), and opening it in WAL mode at a schema version
+//! this build can read.
 
 use std::io::{Read, Seek, Write};
 use std::path::Path;
@@ -49,4 +50,34 @@ pub(crate) fn lock(path: &Path) -> Result<std::fs::File, Locked> {
     let _ = file.rewind();
     let _ = write!(file, "{}", std::process::id());
     Ok(file)
+}
+
+/// Opens the database at `path` for writing: refused when a newer build
+/// wrote it (its `user_version` above `schema`), in WAL mode, with
+/// `synchronous` as given. Errors are the reason, for the store's own
+/// error type.
+pub(crate) fn open_wal(
+    path: &Path,
+    schema: i64,
+    synchronous: &str,
+) -> Result<rusqlite::Connection, String> {
+    let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    if version > schema {
+        return Err(format!(
+            "it was written by a newer Wharf (schema {version}; this one knows {schema})"
+        ));
+    }
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(format!("WAL mode is unavailable (got `{mode}`)"));
+    }
+    conn.pragma_update(None, "synchronous", synchronous)
+        .and_then(|()| conn.busy_timeout(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    Ok(conn)
 }
