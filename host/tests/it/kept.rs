@@ -363,52 +363,91 @@ async fn kept_messages_survive_a_restart_and_ids_keep_growing() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn what_a_read_has_seen_survives_a_killed_process() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("agents")).unwrap();
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port()
-    };
+/// A `wharf serve` keeping `jobs.>` in `dir`, on `port`.
+fn serve_keeping(dir: &std::path::Path, port: u16) -> KillOnDrop {
     let text = format!(
         "listen \"127.0.0.1:{port}\"\nagents \"agents\"\ncache {:?}\ntasks {{ path \"tasks.db\" }}\ntopic \"jobs.>\"\n",
         test_cache_dir().display().to_string()
     );
-    std::fs::write(dir.path().join("wharf.kdl"), text).unwrap();
-    let serve = || {
+    std::fs::create_dir_all(dir.join("agents")).unwrap();
+    std::fs::write(dir.join("wharf.kdl"), text).unwrap();
+    KillOnDrop(
         std::process::Command::new(env!("CARGO_BIN_EXE_wharf"))
-            .current_dir(dir.path())
+            .current_dir(dir)
             .args(["serve", "-c", "wharf.kdl"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .unwrap()
-    };
-    let base = format!("http://127.0.0.1:{port}");
-    let mut child = KillOnDrop(serve());
-    wait_ready(&base).await;
-    for n in 0..200 {
+            .unwrap(),
+    )
+}
+
+fn free_port() -> u16 {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap().port()
+}
+
+async fn publish_jobs(base: &str, n: usize) {
+    for i in 0..n {
         let reply = post(
-            &format!("{base}/topics/jobs.n{}", n % 7),
-            format!("job {n}"),
+            &format!("{base}/topics/jobs.n{}", i % 7),
+            format!("job {i}"),
         )
         .await;
         assert_eq!(reply.status, 202);
     }
+}
+
+async fn jobs_kept(base: &str) -> Vec<String> {
+    payloads(
+        &get(&format!("{base}/topics/jobs.%3E/messages?limit=1000"))
+            .await
+            .json(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_read_has_seen_survives_a_killed_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut child = serve_keeping(dir.path(), port);
+    wait_ready(&base).await;
+    publish_jobs(&base, 200).await;
     // A read answers once every publish before it is written.
-    let url = format!("{base}/topics/jobs.%3E/messages?limit=1000");
-    assert_eq!(payloads(&get(&url).await.json()).len(), 200);
+    assert_eq!(jobs_kept(&base).await.len(), 200);
     child.0.kill().unwrap(); // SIGKILL: no shutdown at all
     child.0.wait().unwrap();
     drop(child);
 
-    let _child = KillOnDrop(serve());
+    let _child = serve_keeping(dir.path(), port);
     wait_ready(&base).await;
-    let page = get(&url).await.json();
-    let kept = payloads(&page);
+    let kept = jobs_kept(&base).await;
     assert_eq!(kept.len(), 200);
     assert_eq!((kept[0].as_str(), kept[199].as_str()), ("job 0", "job 199"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_told_to_stop_writes_what_it_had_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut child = serve_keeping(dir.path(), port);
+    wait_ready(&base).await;
+    // No read: the last publishes may still be queued when SIGTERM comes.
+    publish_jobs(&base, 300).await;
+    let pid = child.0.id().to_string();
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(child.0.wait().unwrap().success(), "a clean exit");
+    drop(child);
+
+    let _child = serve_keeping(dir.path(), port);
+    wait_ready(&base).await;
+    assert_eq!(jobs_kept(&base).await.len(), 300);
 }
 
 #[tokio::test(flavor = "multi_thread")]
