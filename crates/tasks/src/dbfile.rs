@@ -1,7 +1,7 @@
 //! A store's SQLite file: the lock beside it (`PATH.lock`: one Wharf
 //! process at a time writes a store; the holder's pid is written in it so
-//! a refusal can name it), and opening it in WAL mode at a schema version
-//! this build can read.
+//! a refusal can name it), opening it in WAL mode at a schema version this
+//! build can read, and how its one writer thread takes work in batches.
 
 use std::io::{Read, Seek, Write};
 use std::path::Path;
@@ -80,4 +80,37 @@ pub(crate) fn open_wal(
         .and_then(|()| conn.busy_timeout(Duration::from_secs(5)))
         .map_err(|e| e.to_string())?;
     Ok(conn)
+}
+
+/// What a writer thread's wait for work gave.
+pub(crate) enum Batch<T> {
+    /// The ops queued, in order: one waited for, then those already there.
+    Ops(Vec<T>),
+    /// Nothing came within the wait.
+    Idle,
+    /// Every sender is gone.
+    Closed,
+}
+
+/// Waits up to `idle` for an op, then takes what else is queued, `max`
+/// in all at most (group commit: one transaction for them).
+pub(crate) fn next_batch<T>(
+    rx: &std::sync::mpsc::Receiver<T>,
+    idle: Duration,
+    max: usize,
+) -> Batch<T> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let first = match rx.recv_timeout(idle) {
+        Ok(op) => op,
+        Err(RecvTimeoutError::Timeout) => return Batch::Idle,
+        Err(RecvTimeoutError::Disconnected) => return Batch::Closed,
+    };
+    let mut ops = vec![first];
+    while ops.len() < max {
+        match rx.try_recv() {
+            Ok(op) => ops.push(op),
+            Err(_) => break,
+        }
+    }
+    Batch::Ops(ops)
 }

@@ -125,9 +125,9 @@ impl Writer {
         let mut last_retention = Instant::now();
         loop {
             // Idle, it still wakes to apply retention.
-            let first = match rx.recv_timeout(RETENTION_EVERY) {
-                Ok(op) => op,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            let ops = match crate::dbfile::next_batch(&rx, RETENTION_EVERY, self.batch_max) {
+                crate::dbfile::Batch::Ops(ops) => ops,
+                crate::dbfile::Batch::Idle => {
                     if self.retention.any() {
                         if let Err(e) = self.retain() {
                             tracing::warn!(error = %e, "task store: retention failed");
@@ -136,15 +136,8 @@ impl Writer {
                     }
                     continue;
                 }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                crate::dbfile::Batch::Closed => break,
             };
-            let mut ops = vec![first];
-            while ops.len() < self.batch_max {
-                match rx.try_recv() {
-                    Ok(op) => ops.push(op),
-                    Err(_) => break,
-                }
-            }
             let result = self.commit(&ops);
             if let Err(e) = &result {
                 tracing::error!(error = %e, writes = ops.len(), "task store: a batch failed to commit");

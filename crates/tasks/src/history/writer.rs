@@ -109,22 +109,15 @@ impl Writer {
     pub fn run(mut self, rx: Receiver<Op>) {
         let mut last_retention = Instant::now();
         loop {
-            let first = match rx.recv_timeout(RETENTION_EVERY) {
-                Ok(op) => op,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            let ops = match crate::dbfile::next_batch(&rx, RETENTION_EVERY, BATCH_MAX) {
+                crate::dbfile::Batch::Ops(ops) => ops,
+                crate::dbfile::Batch::Idle => {
                     self.retain_logged();
                     last_retention = Instant::now();
                     continue;
                 }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                crate::dbfile::Batch::Closed => break,
             };
-            let mut ops = vec![first];
-            while ops.len() < BATCH_MAX {
-                match rx.try_recv() {
-                    Ok(op) => ops.push(op),
-                    Err(_) => break,
-                }
-            }
             let mut rows = Vec::new();
             let mut acks = HashMap::new();
             let mut asked = Vec::new();
