@@ -166,11 +166,16 @@ pub async fn open_history(
     if config.keeps.is_empty() {
         return Ok(None);
     }
-    let path = config.tasks.topic_history_path()?;
+    // In a cluster the node keeps a copy of the cluster's stream, whose
+    // sequence numbers are the ids.
+    let shared = config.cluster.is_some();
+    let path = config.tasks.topic_history_path(shared)?;
     let keeps = config.keeps.clone();
-    let history =
-        tokio::task::spawn_blocking(move || History::open(&path, keeps, DEFAULT_MAX_BACKLOG))
-            .await??;
+    let history = tokio::task::spawn_blocking(move || match shared {
+        true => History::open_copy(&path, keeps, DEFAULT_MAX_BACKLOG),
+        false => History::open(&path, keeps, DEFAULT_MAX_BACKLOG),
+    })
+    .await??;
     tracing::info!(file = %history.path().display(), patterns = config.keeps.len(), "topic history open");
     Ok(Some(Arc::new(history)))
 }
@@ -455,33 +460,57 @@ async fn housekeeping(state: Arc<AppState>) {
 /// Resolves on Ctrl-C or SIGTERM; a second one exits at once, without
 /// waiting for the grace period.
 pub async fn shutdown_signal() {
-    signal().await;
+    // Both are listened for from here on, so a second signal that comes
+    // right after the first is not missed.
+    let mut signals = Signals::listen();
+    signals.next().await;
     tracing::info!("shutting down (a second Ctrl-C exits at once)");
-    tokio::spawn(async {
-        signal().await;
+    tokio::spawn(async move {
+        signals.next().await;
         tracing::warn!("second signal: exiting without waiting for open connections");
         std::process::exit(130);
     });
 }
 
-/// Resolves on the next Ctrl-C or SIGTERM.
-async fn signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Ctrl-C (SIGINT) and SIGTERM, each received from when this is made.
+struct Signals {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn listen() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Signals {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// The next signal of either kind.
+    #[cfg(unix)]
+    async fn next(&mut self) {
+        async fn one(signal: &mut Option<tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => drop(signal.recv().await),
+                None => std::future::pending::<()>().await,
+            }
+        }
+        tokio::select! {
+            () = one(&mut self.interrupt) => {},
+            () = one(&mut self.terminate) => {},
+        }
+    }
+
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+    async fn next(&mut self) {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
