@@ -1,7 +1,8 @@
 //! Wharf nodes as one service over NATS: this node's connection, forwarding
 //! a request to the nodes serving its agent (one queue group per agent) or
 //! to the one node a session is pinned to, the pins themselves
-//! ([`pins`], in JetStream KV), and who is in the cluster ([`members`]).
+//! ([`pins`], in JetStream KV), who is in the cluster ([`members`]), and
+//! topics that cross the nodes ([`topics`], kept ones in JetStream).
 //! What answers requests forwarded here is a transport of its own
 //! (the NATS transport); nothing here runs an agent.
 
@@ -9,6 +10,7 @@
 
 pub mod members;
 pub mod pins;
+pub mod topics;
 pub mod wire;
 
 use std::sync::Arc;

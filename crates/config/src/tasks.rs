@@ -92,13 +92,22 @@ impl Tasks {
     /// Where kept topic messages go: beside the task database, as
     /// `NAME.topics.db` (`tasks.db` → `tasks.topics.db`), its directory
     /// created when missing.
-    pub fn topic_history_path(&self) -> Result<PathBuf, SettingError> {
+    ///
+    /// A node in a cluster keeps its copy of the cluster's history in a
+    /// file of its own (`tasks.cluster-topics.db`): its ids are the
+    /// cluster stream's, not this node's.
+    pub fn topic_history_path(&self, in_cluster: bool) -> Result<PathBuf, SettingError> {
         let tasks = self.prepared_path()?;
         let stem = tasks
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "tasks".into());
-        Ok(tasks.with_file_name(format!("{stem}.topics.db")))
+        let kind = if in_cluster {
+            "cluster-topics"
+        } else {
+            "topics"
+        };
+        Ok(tasks.with_file_name(format!("{stem}.{kind}.db")))
     }
 }
 

@@ -19,9 +19,10 @@ use std::sync::{Arc, Weak};
 
 use arc_swap::ArcSwap;
 
-use crate::topics::Bus;
+use crate::topics::{Bus, Published};
 use placement::Placed;
 use wharf_cluster::Cluster;
+use wharf_cluster::topics::TopicsError;
 use wharf_config::{Composition, Limits};
 use wharf_core::metrics::{Answers, Metrics, Stage};
 use wharf_core::request::{Body, BodyError, Reach, Request, Response};
@@ -94,6 +95,7 @@ impl PipelineError {
             PipelineError::Topic(crate::topics::BusError::History(e)) => {
                 crate::topics::read::history_status(e)
             }
+            PipelineError::Topic(crate::topics::BusError::Cluster(_)) => 503,
             PipelineError::Topic(_) => 400,
             PipelineError::TopicRead(e) => e.status(),
             PipelineError::Composition(status, _) => *status,
@@ -274,7 +276,11 @@ impl Pipeline {
 
     /// Joins this node to `cluster`: requests for agents not served here
     /// (or past their limits here) go to the nodes that serve them.
+    /// Topics cross the nodes from now on ([`Bus::share`]).
     pub fn join(&self, cluster: Arc<Cluster>) {
+        let topics = wharf_cluster::topics::Topics::new(cluster.client().clone(), cluster.node());
+        self.bus.share(topics);
+        self.subscribe_agents();
         let _ = self.cluster.set(cluster);
     }
 
@@ -569,10 +575,23 @@ impl Pipeline {
         let mut gate = default_gate();
         gate.body_limit = self.bus.max_payload();
         let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
-            let result = self.bus.publish(topic, req.body, 0, req.trace.as_ref());
+            let result = self
+                .bus
+                .publish_sent(topic, req.body, 0, req.trace.as_ref());
             Box::pin(async move {
-                let queued = result.map_err(PipelineError::Topic)?;
-                let body = serde_json::json!({ "topic": topic, "queued": queued });
+                let body = match result.map_err(PipelineError::Topic)? {
+                    Published::Here(queued) => {
+                        serde_json::json!({ "topic": topic, "queued": queued })
+                    }
+                    Published::Cluster(sent) => {
+                        let stopping = || TopicsError::Publish("this node is stopping".into());
+                        let id = sent
+                            .await
+                            .unwrap_or_else(|_| Err(stopping()))
+                            .map_err(|e| PipelineError::Topic(e.into()))?;
+                        serde_json::json!({ "topic": topic, "cluster": true, "id": id })
+                    }
+                };
                 Ok(json_response(http::StatusCode::ACCEPTED, &body))
             })
         };

@@ -82,6 +82,7 @@ impl From<&PipelineError> for ApiError {
             PipelineError::AgentNotFound(name) => ApiError::agent_not_found(name),
             PipelineError::AgentRefused(..) => said("agent_refused", err.to_string()),
             PipelineError::Topic(BusError::History(why)) => said("topic_history", why.to_string()),
+            PipelineError::Topic(BusError::Cluster(why)) => said("topic_cluster", why.to_string()),
             PipelineError::Topic(why) => said("bad_topic", why.to_string()),
             PipelineError::TopicRead(ReadError::NotKept(_)) => said("not_kept", err.to_string()),
             PipelineError::TopicRead(ReadError::History(why)) => {

@@ -365,8 +365,14 @@ async fn kept_messages_survive_a_restart_and_ids_keep_growing() {
 
 /// A `wharf serve` keeping `jobs.>` in `dir`, on `port`.
 fn serve_keeping(dir: &std::path::Path, port: u16) -> KillOnDrop {
+    serve_keeping_with(dir, port, "")
+}
+
+/// `wharf serve` in `dir` on `port`, keeping `jobs.>`, with `extra`
+/// configuration.
+pub(crate) fn serve_keeping_with(dir: &std::path::Path, port: u16, extra: &str) -> KillOnDrop {
     let text = format!(
-        "listen \"127.0.0.1:{port}\"\nagents \"agents\"\ncache {:?}\ntasks {{ path \"tasks.db\" }}\ntopic \"jobs.>\"\n",
+        "listen \"127.0.0.1:{port}\"\nagents \"agents\"\ncache {:?}\ntasks {{ path \"tasks.db\" }}\ntopic \"jobs.>\"\n{extra}\n",
         test_cache_dir().display().to_string()
     );
     std::fs::create_dir_all(dir.join("agents")).unwrap();
@@ -382,12 +388,12 @@ fn serve_keeping(dir: &std::path::Path, port: u16) -> KillOnDrop {
     )
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     probe.local_addr().unwrap().port()
 }
 
-async fn publish_jobs(base: &str, n: usize) {
+pub(crate) async fn publish_jobs(base: &str, n: usize) {
     for i in 0..n {
         let reply = post(
             &format!("{base}/topics/jobs.n{}", i % 7),

@@ -14,6 +14,7 @@ mod cli_ops;
 mod cluster;
 mod cluster_drain;
 mod cluster_tasks;
+mod cluster_topics;
 mod common;
 mod compose;
 mod config_golden;

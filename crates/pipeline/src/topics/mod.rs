@@ -25,6 +25,7 @@ mod pattern;
 mod queue;
 pub mod read;
 mod resume;
+mod shared;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -54,6 +55,9 @@ pub enum BusError {
     /// The topic is kept and its history refused or failed the write.
     #[error(transparent)]
     History(#[from] HistoryError),
+    /// The cluster did not take the message.
+    #[error(transparent)]
+    Cluster(#[from] wharf_cluster::topics::TopicsError),
     /// The payload is over the host's `max-payload`.
     #[error("a payload of {len} bytes is over this host's `max-payload` of {max}")]
     TooLarge {
@@ -65,6 +69,7 @@ pub enum BusError {
 }
 pub use queue::{Event, Queue, QueueCounters};
 pub use resume::watch_response;
+pub use shared::Sent;
 
 use arc_swap::ArcSwapOption;
 use wharf_config::{Delivery, Overflow, Redelivery, Subscription, TopicKeep, Topics};
@@ -81,6 +86,8 @@ pub type Deliver = Arc<dyn Fn(Arc<str>, Arc<Event>) -> BoxFuture<bool> + Send + 
 pub struct Subscriber {
     /// The agent, or `watch` for a client.
     pub name: Arc<str>,
+    /// Whether an agent subscribes (else a client watches).
+    pub agent: bool,
     /// What it subscribes to.
     pub pattern: Pattern,
     /// Its events waiting.
@@ -111,6 +118,18 @@ pub struct Bus {
     kept_counts: [metrics::Counter; 2],
     /// Held from a kept message's id to its last queue.
     kept_order: Mutex<()>,
+    /// The other nodes, when this one is in a cluster: publishes go
+    /// through them.
+    shared: std::sync::OnceLock<Arc<shared::Shared>>,
+}
+
+/// Where a publish went.
+pub enum Published {
+    /// Queued for this many subscriptions here.
+    Here(usize),
+    /// Sent to the cluster, whose nodes queue it for their subscriptions:
+    /// answers once NATS took it (with the id of a kept message).
+    Cluster(Sent),
 }
 
 /// Which topics are kept, and the history that keeps them.
@@ -147,6 +166,7 @@ impl Bus {
             keeping: ArcSwapOption::empty(),
             kept: Mutex::new((None, Vec::new())),
             kept_order: Mutex::new(()),
+            shared: std::sync::OnceLock::new(),
             kept_counts: ["queued", "refused"].map(|outcome| {
                 let labels = vec![metrics::Label::new("outcome", outcome)];
                 counter(metrics.recorder(), "wharf_topic_kept_total", labels)
@@ -161,13 +181,69 @@ impl Bus {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         kept.1 = keeps.to_vec();
         self.apply_keeps(&kept);
+        if let (Some(shared), Some(_)) = (self.shared.get(), &kept.0) {
+            shared.set_keeps(keeps.to_vec());
+        }
     }
 
     /// Keeps messages in `history` from now on.
     pub fn attach_history(&self, history: Arc<History>) {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        kept.0 = Some(history);
+        kept.0 = Some(history.clone());
         self.apply_keeps(&kept);
+        if let Some(shared) = self.shared.get() {
+            shared.follow(history, kept.1.clone());
+        }
+    }
+
+    /// Joins the bus to the other nodes of a cluster: from now on a
+    /// publish goes out over NATS, and this node's watchers and agents
+    /// get what any node publishes (an agent's subscription shares each
+    /// message with the other nodes serving it: one of them gets it).
+    ///
+    /// The agents' subscriptions made before are ended: sync them again.
+    pub fn share(self: &Arc<Self>, topics: wharf_cluster::topics::Topics) {
+        let mut agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
+        let shared = shared::Shared::start(self, topics);
+        if self.shared.set(shared.clone()).is_err() {
+            return;
+        }
+        for (_, (_, sub)) in std::mem::take(&mut *agents) {
+            self.unsubscribe(&sub);
+        }
+        drop(agents);
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(history) = &kept.0 {
+            shared.follow(history.clone(), kept.1.clone());
+        }
+    }
+
+    /// Queues `event` for this node's watchers of its topic.
+    fn to_watchers(&self, event: &Arc<Event>) {
+        let mut matched = Vec::new();
+        self.index
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .matches(&event.topic, &mut matched);
+        for sub in matched.iter().filter(|s| !s.agent) {
+            sub.queue.push(event);
+        }
+    }
+
+    /// A kept message from the cluster's stream: into this node's copy of
+    /// the history under its id, then to its watchers, in id order.
+    fn kept_arrived(&self, history: &History, incoming: wharf_cluster::topics::Incoming) {
+        let keeping = self.keeping.load();
+        let patterns = keeping.as_ref().map_or(&[][..], |k| &k.patterns[..]);
+        let _in_order = self.kept_order.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(keep), Some(at)) = (shared::block_of(patterns, &incoming), incoming.kept) {
+            let appended =
+                history.append_at(keep, &incoming.topic, &incoming.payload, incoming.hops, at);
+            if let Err(e) = appended {
+                tracing::warn!(error = %e, topic = %incoming.topic, "a kept message from the cluster is not in this node's copy");
+            }
+        }
+        self.to_watchers(&shared::event(incoming));
     }
 
     /// Whether a history is attached.
@@ -229,6 +305,22 @@ impl Bus {
         hops: u32,
         trace: Option<&wharf_core::trace::Trace>,
     ) -> Result<usize, BusError> {
+        match self.publish_sent(topic, payload, hops, trace)? {
+            Published::Here(queued) => Ok(queued),
+            Published::Cluster(_) => Ok(0),
+        }
+    }
+
+    /// [`Bus::publish`], saying where the message went: in a cluster it
+    /// goes out over NATS (and comes back to this node's subscriptions
+    /// from there), answered once NATS took it.
+    pub fn publish_sent(
+        &self,
+        topic: &str,
+        payload: Bytes,
+        hops: u32,
+        trace: Option<&wharf_core::trace::Trace>,
+    ) -> Result<Published, BusError> {
         check_topic(topic)?;
         let max = self.max_hops.load(Ordering::Relaxed);
         if hops > max {
@@ -242,6 +334,10 @@ impl Bus {
             });
         }
         let keeping = self.keeping.load();
+        if let Some(shared) = self.shared.get() {
+            let keep = keeping.as_ref().and_then(|k| k.keep_for(topic)).cloned();
+            return Ok(Published::Cluster(shared.send(topic, payload, hops, keep)?));
+        }
         let kept = keeping.as_ref().and_then(|k| Some((k, k.keep_for(topic)?)));
         // Kept messages reach every queue in the order of their ids, so a
         // watcher's last id seen is a cursor that skips nothing.
@@ -274,7 +370,9 @@ impl Bus {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .matches(topic, &mut matched);
-        Ok(matched.iter().filter(|s| s.queue.push(&event)).count())
+        Ok(Published::Here(
+            matched.iter().filter(|s| s.queue.push(&event)).count(),
+        ))
     }
 
     /// Subscriptions now (agents' and watchers').
@@ -287,14 +385,16 @@ impl Bus {
         self.len() == 0
     }
 
+    /// A subscription of `agent`, or of a watching client (`None`).
     fn subscriber(
         &self,
-        name: &str,
+        agent: Option<&str>,
         pattern: Pattern,
         capacity: usize,
         max_bytes: usize,
         overflow: Overflow,
     ) -> Arc<Subscriber> {
+        let name = agent.unwrap_or("watch");
         let labels = |outcome: &'static str| {
             vec![
                 metrics::Label::new("subscriber", name.to_string()),
@@ -307,6 +407,7 @@ impl Bus {
             dropped: counter(r, "wharf_topic_events_total", labels("dropped")),
         };
         let sub = Arc::new(Subscriber {
+            agent: agent.is_some(),
             name: name.into(),
             queue: Queue::new(capacity, max_bytes, overflow, counters),
             pattern,
@@ -335,7 +436,7 @@ impl Bus {
         max_bytes: usize,
     ) -> Result<Watch, BusError> {
         let pattern = Pattern::parse(pattern)?;
-        let sub = self.subscriber("watch", pattern, capacity, max_bytes, Overflow::DropOldest);
+        let sub = self.subscriber(None, pattern, capacity, max_bytes, Overflow::DropOldest);
         Ok(Watch {
             bus: self.clone(),
             sub,
@@ -377,8 +478,14 @@ impl Bus {
                 tracing::debug!(agent, pattern = %sub.pattern, "an at-least-once subscription waits for the topic history");
                 continue;
             }
-            let subscriber =
-                self.subscriber(&agent, pattern, sub.queue, sub.queue_bytes, sub.overflow);
+            let subscriber = self.subscriber(
+                Some(&agent),
+                pattern,
+                sub.queue,
+                sub.queue_bytes,
+                sub.overflow,
+            );
+
             match (&sub.delivery, history) {
                 (Delivery::AtLeastOnce(again), Some(history)) => {
                     let durable = Durable {
@@ -396,9 +503,15 @@ impl Bus {
                             ],
                         ),
                     };
-                    runtime.spawn(durable.run());
+                    match self.shared.get() {
+                        Some(shared) => shared.durable(durable),
+                        None => drop(runtime.spawn(durable.run())),
+                    }
                 }
                 _ => {
+                    if let Some(shared) = self.shared.get() {
+                        shared.share(subscriber.clone());
+                    }
                     runtime.spawn(deliver_all(subscriber.clone(), deliver.clone()));
                 }
             }
@@ -780,5 +893,43 @@ mod tests {
         assert!(bus.is_empty());
         assert!(bus.watch("a.>.b", 4, usize::MAX).is_err());
         assert!(bus.publish("a.*", Bytes::new(), 0, None).is_err());
+    }
+
+    /// A node cut off from NATS holds at most its backlog of publishes
+    /// (in its own queue, not the client's), then refuses with a reason.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_node_cut_off_from_nats_refuses_publishes_past_its_backlog() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port(); // closed again: nothing listens there
+        let client = async_nats::ConnectOptions::new()
+            .retry_on_initial_connect()
+            .connect(format!("nats://127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        let bus = Arc::new(Bus::new(Metrics::new()));
+        bus.share(wharf_cluster::topics::Topics::new(client, "alone"));
+        let quarter = Bytes::from(vec![0u8; 256 << 10]);
+        let mut taken = 0;
+        let refused = loop {
+            match bus.publish_sent("a.b", quarter.clone(), 0, None) {
+                Ok(Published::Cluster(_)) => taken += 1,
+                Ok(Published::Here(_)) => panic!("a node in a cluster publishes through it"),
+                Err(e) => break e,
+            }
+            assert!(taken <= 256, "held past its 64 MiB");
+            // The sending task has its turn at each.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        };
+        assert_eq!(taken, 256);
+        assert!(
+            matches!(
+                refused,
+                BusError::Cluster(wharf_cluster::topics::TopicsError::Backlog { .. })
+            ),
+            "{refused}"
+        );
     }
 }

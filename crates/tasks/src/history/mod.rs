@@ -109,6 +109,15 @@ pub(crate) fn db(e: rusqlite::Error) -> HistoryError {
     HistoryError::Database(e.to_string())
 }
 
+/// Who gives the ids.
+#[derive(Clone, Copy)]
+enum Ids {
+    /// This history: `max(last + 1, now in µs)` on open, then one more each.
+    Own,
+    /// A shared log this history copies ([`History::append_at`]).
+    Given,
+}
+
 /// The next id to give and the time of the last message.
 struct Tail {
     next: u64,
@@ -148,6 +157,26 @@ impl History {
         keeps: Vec<TopicKeep>,
         max_backlog: usize,
     ) -> Result<History, HistoryError> {
+        History::open_with(path, keeps, max_backlog, Ids::Own)
+    }
+
+    /// Opens the history at `path` as a copy of a shared log whose
+    /// sequence numbers are the ids ([`History::append_at`]): a cluster's
+    /// stream, which this node follows.
+    pub fn open_copy(
+        path: &Path,
+        keeps: Vec<TopicKeep>,
+        max_backlog: usize,
+    ) -> Result<History, HistoryError> {
+        History::open_with(path, keeps, max_backlog, Ids::Given)
+    }
+
+    fn open_with(
+        path: &Path,
+        keeps: Vec<TopicKeep>,
+        max_backlog: usize,
+        ids: Ids,
+    ) -> Result<History, HistoryError> {
         let open_err = |reason: String| HistoryError::Open {
             path: path.to_path_buf(),
             reason,
@@ -166,7 +195,10 @@ impl History {
         conn.execute_batch(SCHEMA)
             .map_err(|e| open_err(e.to_string()))?;
         let state = writer::State::load(&conn).map_err(|e| open_err(e.to_string()))?;
-        let next = (state.last_id + 1).max(now_micros());
+        let next = match ids {
+            Ids::Own => (state.last_id + 1).max(now_micros()),
+            Ids::Given => state.last_id + 1,
+        };
         let trimmed = Arc::new(Mutex::new(state.trimmed.clone()));
         let cursors = Mutex::new(state.cursors.clone());
         let (settled_tx, settled) = tokio::sync::watch::channel(next - 1);
@@ -218,6 +250,32 @@ impl History {
         payload: &Bytes,
         hops: u32,
     ) -> Result<(u64, i64), HistoryError> {
+        self.queue(keep, topic, payload, hops, None)
+    }
+
+    /// Queues a message of the shared log this history copies, under the
+    /// id and time the log gave it (a time earlier than the message
+    /// before's is raised to it). Ids must grow: one at or below the last
+    /// is refused.
+    pub fn append_at(
+        &self,
+        keep: &Arc<str>,
+        topic: &str,
+        payload: &Bytes,
+        hops: u32,
+        (id, published_ms): (u64, i64),
+    ) -> Result<(u64, i64), HistoryError> {
+        self.queue(keep, topic, payload, hops, Some((id, published_ms)))
+    }
+
+    fn queue(
+        &self,
+        keep: &Arc<str>,
+        topic: &str,
+        payload: &Bytes,
+        hops: u32,
+        given: Option<(u64, i64)>,
+    ) -> Result<(u64, i64), HistoryError> {
         let queued = self.backlog.load(Ordering::Relaxed);
         if queued + payload.len() > self.max_backlog {
             return Err(HistoryError::Backlog {
@@ -226,8 +284,16 @@ impl History {
             });
         }
         let mut tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
-        let id = tail.next;
-        let published_ms = now_ms().max(tail.last_ms);
+        let (id, published_ms) = match given {
+            Some((id, _)) if id < tail.next => {
+                return Err(HistoryError::Database(format!(
+                    "id {id} is not above the last kept ({})",
+                    tail.next - 1
+                )));
+            }
+            Some((id, ms)) => (id, ms.max(tail.last_ms)),
+            None => (tail.next, now_ms().max(tail.last_ms)),
+        };
         self.backlog.fetch_add(payload.len(), Ordering::Relaxed);
         let row = Row {
             id,
@@ -241,9 +307,32 @@ impl History {
             self.backlog.fetch_sub(payload.len(), Ordering::Relaxed);
             return Err(HistoryError::Closed);
         }
-        tail.next += 1;
+        tail.next = id + 1;
         tail.last_ms = published_ms;
         Ok((id, published_ms))
+    }
+
+    /// Forgets every message and what retention deleted (not the durable
+    /// cursors): a copy whose shared log was started again.
+    pub fn clear(&self) -> Result<(), HistoryError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        {
+            let mut tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+            tail.tx
+                .send(Op::Clear(tx))
+                .map_err(|_| HistoryError::Closed)?;
+            tail.next = 1;
+            tail.last_ms = 0;
+        }
+        rx.recv().map_err(|_| HistoryError::Closed)?
+    }
+
+    /// Per kept pattern, the highest id retention has deleted.
+    pub fn trimmed(&self) -> HashMap<String, u64> {
+        self.trimmed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The last id given. (The first id a file gives is the time it was

@@ -217,3 +217,53 @@ async fn appends_past_the_backlog_are_refused_not_held() {
             .is_ok()
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_copy_takes_the_ids_it_is_given_and_can_start_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("copy.db");
+    let h = History::open_copy(&path, vec![keep("a.>", 100)], DEFAULT_MAX_BACKLOG).unwrap();
+    assert_eq!(
+        h.last_id(),
+        0,
+        "an empty copy starts before the log's first id"
+    );
+    let keep_a: Arc<str> = Arc::from("a.>");
+    let add =
+        |id: u64, ms: i64| h.append_at(&keep_a, "a.x", &Bytes::from_static(b"m"), 0, (id, ms));
+    assert_eq!(add(3, 1_000).unwrap(), (3, 1_000));
+    // A time that goes backwards is raised to the one before.
+    assert_eq!(add(7, 900).unwrap(), (7, 1_000));
+    // An id at or below the last is refused.
+    assert!(matches!(add(7, 2_000), Err(HistoryError::Database(_))));
+    let h = Arc::new(h);
+    let ids: Vec<u64> = h
+        .read(Query::new("a.>", 10))
+        .await
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(ids, [3, 7]);
+    h.clear().unwrap();
+    assert_eq!(h.last_id(), 0);
+    assert!(
+        h.read(Query::new("a.>", 10))
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
+    );
+    assert_eq!(add_again(&h), 1);
+    drop(h);
+    // Reopened, it goes on after what it holds.
+    let h = History::open_copy(&path, vec![keep("a.>", 100)], DEFAULT_MAX_BACKLOG).unwrap();
+    assert_eq!(h.last_id(), 1);
+}
+
+fn add_again(h: &History) -> u64 {
+    h.append_at(&Arc::from("a.>"), "a.x", &Bytes::new(), 0, (1, 5))
+        .unwrap()
+        .0
+}

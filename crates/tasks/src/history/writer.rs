@@ -27,6 +27,8 @@ pub(crate) enum Op {
     Ack(String, String, u64),
     Keeps(Vec<TopicKeep>),
     Retain(SyncSender<Result<u64, HistoryError>>),
+    /// Every message and trim forgotten.
+    Clear(SyncSender<Result<(), HistoryError>>),
 }
 
 /// One message to write.
@@ -130,6 +132,11 @@ impl Writer {
                     }
                     Op::Keeps(keeps) => self.keeps = keeps,
                     Op::Retain(tx) => asked.push(tx),
+                    Op::Clear(tx) => {
+                        // What came before it is written first.
+                        self.write(&std::mem::take(&mut rows), &std::mem::take(&mut acks));
+                        let _ = tx.send(self.clear());
+                    }
                 }
             }
             if !rows.is_empty() || !acks.is_empty() {
@@ -197,6 +204,19 @@ impl Writer {
         if let Some(last) = rows.last() {
             self.settled.send_replace(last.id);
         }
+    }
+
+    fn clear(&mut self) -> Result<(), HistoryError> {
+        self.conn
+            .execute_batch("DELETE FROM messages; DELETE FROM trimmed;")
+            .map_err(db)?;
+        self.counts.clear();
+        self.trimmed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.settled.send_replace(0);
+        Ok(())
     }
 
     fn retain_logged(&mut self) {
