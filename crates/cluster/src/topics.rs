@@ -165,13 +165,16 @@ impl Topics {
             .map_err(|e| TopicsError::Stream(e.to_string()))
     }
 
-    /// The last sequence number in the stream (0 when empty).
-    pub async fn last_id(&self) -> Result<u64, TopicsError> {
-        let mut stream = self
-            .js
+    async fn stream(&self) -> Result<stream::Stream, TopicsError> {
+        self.js
             .get_stream(STREAM)
             .await
-            .map_err(|e| TopicsError::Stream(e.to_string()))?;
+            .map_err(|e| TopicsError::Stream(e.to_string()))
+    }
+
+    /// The last sequence number in the stream (0 when empty).
+    pub async fn last_id(&self) -> Result<u64, TopicsError> {
+        let mut stream = self.stream().await?;
         let info = stream
             .info()
             .await
@@ -234,11 +237,7 @@ impl Topics {
         after: u64,
     ) -> Result<impl futures_util::Stream<Item = Result<Incoming, TopicsError>> + use<>, TopicsError>
     {
-        let stream = self
-            .js
-            .get_stream(STREAM)
-            .await
-            .map_err(|e| TopicsError::Follow(e.to_string()))?;
+        let stream = self.stream().await?;
         let deliver_policy = match after {
             0 => consumer::DeliverPolicy::All,
             after => consumer::DeliverPolicy::ByStartSequence {
@@ -305,11 +304,7 @@ impl Topics {
         pattern: &str,
         ack_wait: Duration,
     ) -> Result<consumer::pull::Stream, TopicsError> {
-        let stream = self
-            .js
-            .get_stream(STREAM)
-            .await
-            .map_err(|e| TopicsError::Follow(e.to_string()))?;
+        let stream = self.stream().await?;
         let name = format!(
             "wharf_sub_{}",
             block_token(&format!("{agent}\u{0}{pattern}"))
@@ -337,11 +332,7 @@ impl Topics {
     /// Deletes from the stream the messages of block `keep` up to id
     /// `through` (what retention deleted from the nodes' copies).
     pub async fn trim(&self, keep: &str, through: u64) -> Result<(), TopicsError> {
-        let stream = self
-            .js
-            .get_stream(STREAM)
-            .await
-            .map_err(|e| TopicsError::Stream(e.to_string()))?;
+        let stream = self.stream().await?;
         stream
             .purge()
             .filter(format!("{KEPT}.{}.>", block_token(keep)))

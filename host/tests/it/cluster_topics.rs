@@ -7,12 +7,10 @@
 
 use std::time::Duration;
 
-use http::Method;
-
 use crate::cli::wait_ready;
 use crate::cluster::{Nats, cluster_kdl, hears};
 use crate::common::*;
-use crate::kept::{free_port, publish_jobs, serve_keeping_with};
+use crate::kept::{DURABLE, free_port, publish_jobs, sample, serve_keeping_with, sse, watch};
 
 /// A node of `agents` (guest, name) with `kdl`, its task store (and the
 /// copy of the history beside it) in `data`.
@@ -33,55 +31,19 @@ async fn node(
     (Server::start(config(dir.path(), &kdl)).await, dir)
 }
 
-/// Opens a watch of `pattern` (URL-encoded) on `server`, after `last`
-/// when given; answers its body once the greeting has come.
-async fn watch(server: &Server, pattern: &str, last: Option<u64>) -> hyper::body::Incoming {
-    let last = last.map(|id| id.to_string());
-    let headers: Vec<(&str, &str)> = last.iter().map(|l| ("last-event-id", l.as_str())).collect();
-    let url = server.url(&format!("/topics/{pattern}"));
-    let resp = open_with(&client(), Method::GET, &url, &headers).await;
-    assert_eq!(resp.status(), 200);
-    let mut body = resp.into_body();
-    let hello = next_chunk(&mut body).await.unwrap().unwrap();
-    assert!(hello.starts_with(b": watching "), "{hello:?}");
-    body
-}
-
 /// Reads `n` message events from `body`: (id, topic, payload) each.
 async fn messages(
     body: &mut hyper::body::Incoming,
     n: usize,
 ) -> Vec<(Option<u64>, String, String)> {
-    let mut text = String::new();
-    loop {
-        let complete = text.rfind("\n\n").map_or("", |end| &text[..end]);
-        let got: Vec<_> = complete
-            .split("\n\n")
-            .filter(|f| f.contains("event: message"))
-            .map(|frame| {
-                let id = frame
-                    .lines()
-                    .find_map(|l| l.strip_prefix("id: "))
-                    .map(|id| id.parse().unwrap());
-                let data = frame
-                    .lines()
-                    .find_map(|l| l.strip_prefix("data: "))
-                    .unwrap();
-                let data: serde_json::Value = serde_json::from_str(data).unwrap();
-                let field = |k: &str| data[k].as_str().unwrap().to_string();
-                (id, field("topic"), field("payload"))
-            })
-            .collect();
-        if got.len() >= n {
-            return got;
-        }
-        let chunk = tokio::time::timeout(Duration::from_secs(30), next_chunk(body))
-            .await
-            .unwrap_or_else(|_| panic!("{n} events within 30 s; got:\n{text}"))
-            .unwrap()
-            .expect("the stream stays open");
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
+    let got = sse(body, &mut String::new(), n).await;
+    got.into_iter()
+        .map(|e| {
+            assert_eq!(e.event, "message");
+            let field = |k: &str| e.data[k].as_str().unwrap().to_string();
+            (e.id, field("topic"), field("payload"))
+        })
+        .collect()
 }
 
 /// Publishes on `server`; answers the id the cluster gave a kept message.
@@ -100,7 +62,11 @@ async fn publish(server: &Server, topic: &str, payload: &str) -> Option<u64> {
 /// The kept messages of `pattern` (URL-encoded) `server` reads back:
 /// (id, payload) each.
 async fn read(server: &Server, pattern: &str) -> Vec<(u64, String)> {
-    let reply = get(&server.url(&format!("/topics/{pattern}/messages?limit=1000"))).await;
+    read_at(&server.url(""), pattern).await
+}
+
+async fn read_at(base: &str, pattern: &str) -> Vec<(u64, String)> {
+    let reply = get(&format!("{base}/topics/{pattern}/messages?limit=1000")).await;
     assert_eq!(reply.status, 200, "{}", reply.text());
     reply.json()["messages"]
         .as_array()
@@ -199,25 +165,6 @@ async fn topics_cross_the_nodes_and_every_node_reads_the_same_history() {
     assert_eq!(messages(&mut resumed, 3).await, want[7..].to_vec());
 }
 
-const DURABLE: &str = r#"
-topic "jobs.>" { keep 100; }
-agent "worker" {
-    subscribe "jobs.*" {
-        delivery "at-least-once"
-        attempts 3
-        backoff "20ms"
-        dead-letter "dead.jobs"
-    }
-    retries 0
-    breaker { failures 10000; }
-    health { unhealthy-after 1000; }
-}
-"#;
-
-fn sample(outcome: &str) -> String {
-    format!(r#"wharf_topic_events_total{{subscriber="worker",outcome="{outcome}"}}"#)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn at_least_once_goes_once_across_the_nodes_and_a_node_restarted_catches_up() {
     let nats = Nats::start().await;
@@ -268,23 +215,6 @@ async fn at_least_once_goes_once_across_the_nodes_and_a_node_restarted_catches_u
     .await;
 }
 
-/// (id, payload) of every kept `jobs.>` message `base` reads back.
-async fn jobs_at(base: &str) -> Vec<(u64, String)> {
-    let page = get(&format!("{base}/topics/jobs.%3E/messages?limit=1000")).await;
-    assert_eq!(page.status, 200, "{}", page.text());
-    page.json()["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["id"].as_u64().unwrap(),
-                m["payload"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_killed_node_loses_no_kept_message_and_its_copy_catches_up() {
     let nats = Nats::start().await;
@@ -320,7 +250,7 @@ async fn a_killed_node_loses_no_kept_message_and_its_copy_catches_up() {
     let _n1 = serve_keeping_with(home.path(), port, &cluster);
     wait_ready(&base).await;
     wait_until("n1's copy caught up", || async {
-        jobs_at(&base).await == all
+        read_at(&base, "jobs.%3E").await == all
     })
     .await;
 }

@@ -13,14 +13,14 @@ use crate::common::*;
 
 /// One server-sent event: its id, its type, its data as JSON.
 #[derive(Debug, Clone)]
-struct Sse {
-    id: Option<u64>,
-    event: String,
-    data: serde_json::Value,
+pub(crate) struct Sse {
+    pub id: Option<u64>,
+    pub event: String,
+    pub data: serde_json::Value,
 }
 
 /// Reads frames from `body` until `n` events (not comments) have come.
-async fn sse(body: &mut hyper::body::Incoming, text: &mut String, n: usize) -> Vec<Sse> {
+pub(crate) async fn sse(body: &mut hyper::body::Incoming, text: &mut String, n: usize) -> Vec<Sse> {
     loop {
         let complete = text.rfind("\n\n").map_or("", |end| &text[..end]);
         let frames: Vec<Sse> = complete
@@ -58,7 +58,11 @@ async fn sse(body: &mut hyper::body::Incoming, text: &mut String, n: usize) -> V
 
 /// Opens a watch of `pattern` (URL-encoded), resuming after `last` when
 /// given; answers its body once the greeting comment has come.
-async fn watch(server: &Server, pattern: &str, last: Option<u64>) -> hyper::body::Incoming {
+pub(crate) async fn watch(
+    server: &Server,
+    pattern: &str,
+    last: Option<u64>,
+) -> hyper::body::Incoming {
     let last = last.map(|id| id.to_string());
     let headers: Vec<(&str, &str)> = last.iter().map(|l| ("last-event-id", l.as_str())).collect();
     let resp = open_with(
@@ -499,7 +503,7 @@ async fn a_watcher_too_slow_for_its_queue_loses_no_kept_message() {
     server.stop().await;
 }
 
-const DURABLE: &str = r#"
+pub(crate) const DURABLE: &str = r#"
 topic "jobs.>" { keep 100; }
 agent "worker" {
     subscribe "jobs.*" {
@@ -514,7 +518,7 @@ agent "worker" {
 }
 "#;
 
-fn sample(outcome: &str) -> String {
+pub(crate) fn sample(outcome: &str) -> String {
     format!(r#"wharf_topic_events_total{{subscriber="worker",outcome="{outcome}"}}"#)
 }
 
