@@ -279,9 +279,9 @@ impl Pipeline {
     /// Topics cross the nodes from now on ([`Bus::share`]).
     pub fn join(&self, cluster: Arc<Cluster>) {
         let topics = wharf_cluster::topics::Topics::new(cluster.client().clone(), cluster.node());
+        let _ = self.cluster.set(cluster);
         self.bus.share(topics);
         self.subscribe_agents();
-        let _ = self.cluster.set(cluster);
     }
 
     /// Traces every request from now on with `tracer`: a span for the
@@ -578,6 +578,12 @@ impl Pipeline {
             let result = self
                 .bus
                 .publish_sent(topic, req.body, 0, req.trace.as_ref());
+            // In a cluster the answer waits for NATS, as long as a request
+            // forwarded to another node would.
+            let wait = self
+                .cluster
+                .get()
+                .map_or(std::time::Duration::ZERO, |c| c.settings.forward_timeout);
             Box::pin(async move {
                 let body = match result.map_err(PipelineError::Topic)? {
                     Published::Here(queued) => {
@@ -585,8 +591,14 @@ impl Pipeline {
                     }
                     Published::Cluster(sent) => {
                         let stopping = || TopicsError::Publish("this node is stopping".into());
-                        let id = sent
+                        let late = || {
+                            TopicsError::Publish(format!(
+                                "NATS did not take the message within {wait:?} (it is still queued here and may be delivered)"
+                            ))
+                        };
+                        let id = tokio::time::timeout(wait, sent)
                             .await
+                            .unwrap_or_else(|_| Ok(Err(late())))
                             .unwrap_or_else(|_| Err(stopping()))
                             .map_err(|e| PipelineError::Topic(e.into()))?;
                         serde_json::json!({ "topic": topic, "cluster": true, "id": id })

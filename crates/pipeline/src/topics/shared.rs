@@ -214,16 +214,20 @@ pub(super) fn event(incoming: Incoming) -> Arc<Event> {
 async fn live(topics: Topics, bus: Weak<Bus>) {
     loop {
         match topics.live().await {
-            Ok(mut sub) => {
-                while let Some(msg) = sub.next().await {
-                    let Some(bus) = bus.upgrade() else { return };
-                    if let Some(incoming) =
-                        Incoming::parse(&msg.subject, msg.headers.as_ref(), msg.payload)
-                    {
-                        bus.to_watchers(&event(incoming));
-                    }
+            Ok(mut sub) => loop {
+                let next = tokio::time::timeout(RETRY, sub.next()).await;
+                let Some(bus) = bus.upgrade() else { return };
+                let msg = match next {
+                    Err(_) => continue,
+                    Ok(None) => break,
+                    Ok(Some(msg)) => msg,
+                };
+                if let Some(incoming) =
+                    Incoming::parse(&msg.subject, msg.headers.as_ref(), msg.payload)
+                {
+                    bus.to_watchers(&event(incoming));
                 }
-            }
+            },
             Err(e) => tracing::warn!(error = %e, "live topics from the cluster"),
         }
         if bus.strong_count() == 0 {
@@ -260,11 +264,16 @@ async fn follow(topics: Topics, bus: Weak<Bus>, history: Arc<History>) {
         match topics.follow(history.last_id()).await {
             Ok(messages) => {
                 let mut messages = std::pin::pin!(messages);
-                while let Some(next) = messages.next().await {
+                loop {
+                    // A quiet stream still lets go of the history (and
+                    // its writer commits) soon after the bus is gone.
+                    let next = tokio::time::timeout(RETRY, messages.next()).await;
                     let Some(bus) = bus.upgrade() else { return };
                     match next {
-                        Ok(incoming) => bus.kept_arrived(&history, incoming),
-                        Err(e) => tracing::warn!(error = %e, "a kept topic message"),
+                        Err(_) => continue,
+                        Ok(None) => break,
+                        Ok(Some(Ok(incoming))) => bus.kept_arrived(&history, incoming),
+                        Ok(Some(Err(e))) => tracing::warn!(error = %e, "a kept topic message"),
                     }
                 }
             }
