@@ -7,7 +7,10 @@
 //! `scripts/setup/test-clients.sh` installs, else on PATH), two buses
 //! joined as a cluster: a kept publish on the caller's path (queued for
 //! NATS), the same until the stream acknowledged it, and a kept publish
-//! until a watcher on the other node has it; none of these without one.
+//! until a watcher on the other node has it, each beside the NATS client
+//! alone doing the same (a publish into the stream until acknowledged;
+//! a message from one client to another's subscription); none of these
+//! without a server.
 //! Run with `cargo bench --bench topics`; results go in BENCHMARKS.md.
 
 use std::hint::black_box;
@@ -283,6 +286,35 @@ fn cluster(c: &mut Criterion) {
         b.to_async(&rt).iter(|| async {
             drop(send(&n1));
             black_box(watch.next().await.unwrap());
+        })
+    });
+    // The floors: the NATS client alone, the same 100 bytes into the same
+    // stream until acknowledged, and from one client to another's
+    // subscription.
+    let (alone, other) = rt.block_on(async {
+        let a = async_nats::connect(&nats.url).await.unwrap();
+        let b = async_nats::connect(&nats.url).await.unwrap();
+        (a, b)
+    });
+    let js = async_nats::jetstream::new(alone.clone());
+    g.bench_function("nats_alone_acked", |b| {
+        b.to_async(&rt).iter(|| async {
+            let ack = js.publish("wharf.kept.floor.orders.raw", payload.clone()).await;
+            black_box(ack.unwrap().await.unwrap())
+        })
+    });
+    let mut sub = rt.block_on(other.subscribe("floor.raw")).unwrap();
+    rt.block_on(other.flush()).unwrap();
+    g.bench_function("nats_alone_to_other_client", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    alone.publish("floor.raw", payload.clone()).await.unwrap();
+                    black_box(futures_util::StreamExt::next(&mut sub).await.unwrap());
+                }
+                start.elapsed()
+            })
         })
     });
     g.finish();
