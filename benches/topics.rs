@@ -299,7 +299,9 @@ fn cluster(c: &mut Criterion) {
     let js = async_nats::jetstream::new(alone.clone());
     g.bench_function("nats_alone_acked", |b| {
         b.to_async(&rt).iter(|| async {
-            let ack = js.publish("wharf.kept.floor.orders.raw", payload.clone()).await;
+            let ack = js
+                .publish("wharf.kept.floor.orders.raw", payload.clone())
+                .await;
             black_box(ack.unwrap().await.unwrap())
         })
     });

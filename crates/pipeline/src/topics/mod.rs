@@ -19,6 +19,11 @@
 //! counts the republishes in a row behind it ([`Event::hops`]); past
 //! `topics { max-hops }` a publish is refused, which ends a loop of agents
 //! republishing each other's events.
+//!
+//! In a cluster ([`Bus::share`], `shared`) topics are the cluster's: a
+//! publish goes out over NATS and comes back to every node's watchers,
+//! to one node per agent subscription, and, when kept, through the
+//! cluster's stream into each node's copy of the history.
 
 mod catchup;
 mod pattern;
@@ -485,7 +490,6 @@ impl Bus {
                 sub.queue_bytes,
                 sub.overflow,
             );
-
             match (&sub.delivery, history) {
                 (Delivery::AtLeastOnce(again), Some(history)) => {
                     let durable = Durable {

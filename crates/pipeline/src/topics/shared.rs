@@ -39,7 +39,8 @@ struct Outgoing {
     hops: u32,
     /// The `topic` block keeping it, when kept.
     keep: Option<Arc<str>>,
-    done: Option<oneshot::Sender<Result<Option<u64>, TopicsError>>>,
+    /// Told what came of it (nobody may be listening).
+    done: oneshot::Sender<Result<Option<u64>, TopicsError>>,
 }
 
 /// This node's side of the cluster's topics.
@@ -94,7 +95,7 @@ impl Shared {
             payload,
             hops,
             keep,
-            done: Some(done),
+            done,
         };
         self.out
             .send(out)
@@ -108,9 +109,13 @@ impl Shared {
     pub fn follow(self: &Arc<Self>, history: Arc<History>, keeps: Vec<wharf_config::TopicKeep>) {
         let me = self.clone();
         tokio::spawn(async move {
-            if let Err(e) = me.topics.ensure_stream(&keeps).await {
-                tracing::error!(error = %e, "kept topics are not shared with the cluster");
-                return;
+            // NATS may not be up yet: the node serves meanwhile.
+            while let Err(e) = me.topics.ensure_stream(&keeps).await {
+                tracing::warn!(error = %e, "kept topics are not shared with the cluster yet");
+                tokio::time::sleep(RETRY).await;
+                if me.bus.strong_count() == 0 {
+                    return;
+                }
             }
             tokio::spawn(trim(me.topics.clone(), Arc::downgrade(&history)));
             follow(me.topics.clone(), me.bus.clone(), history).await;
@@ -154,11 +159,11 @@ async fn send_all(
     loop {
         tokio::select! {
             next = rx.recv(), if acks.len() < IN_FLIGHT => {
-                let Some(mut out) = next else { break };
+                let Some(out) = next else { break };
                 // While NATS is away, what waits stays counted here.
                 topics.connected().await;
                 let len = out.payload.len();
-                let done = out.done.take();
+                let done = out.done;
                 match out.keep {
                     Some(keep) => match topics.publish_kept(&keep, &out.topic, out.payload, out.hops).await {
                         Ok(ack) => acks.push_back(async move { (ack.await.map(Some), done, len) }),
@@ -166,17 +171,13 @@ async fn send_all(
                             backlog.fetch_sub(len, Ordering::Relaxed);
                             counts[1].increment(1);
                             tracing::warn!(error = %e, "a kept topic message was not sent to the cluster");
-                            if let Some(done) = done {
-                                let _ = done.send(Err(e));
-                            }
+                            let _ = done.send(Err(e));
                         }
                     },
                     None => {
                         let sent = topics.publish(&out.topic, out.payload, out.hops).await;
                         backlog.fetch_sub(len, Ordering::Relaxed);
-                        if let Some(done) = done {
-                            let _ = done.send(sent.map(|()| None));
-                        }
+                        let _ = done.send(sent.map(|()| None));
                     }
                 }
             }
@@ -186,16 +187,12 @@ async fn send_all(
                 if let Err(e) = &sent {
                     tracing::warn!(error = %e, "a kept topic message was not stored by the cluster");
                 }
-                if let Some(done) = done {
-                    let _ = done.send(sent);
-                }
+                let _ = done.send(sent);
             }
         }
     }
     while let Some((sent, done, _)) = acks.next().await {
-        if let Some(done) = done {
-            let _ = done.send(sent);
-        }
+        let _ = done.send(sent);
     }
 }
 
