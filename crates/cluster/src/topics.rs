@@ -172,14 +172,17 @@ impl Topics {
             .map_err(|e| TopicsError::Stream(e.to_string()))
     }
 
-    /// The last sequence number in the stream (0 when empty).
-    pub async fn last_id(&self) -> Result<u64, TopicsError> {
+    /// The last sequence number in the stream (0 when empty), and which
+    /// stream it is: when it was made (in ns since 1970), so a stream
+    /// deleted and made again is told from the one before.
+    pub async fn last_id(&self) -> Result<(u64, String), TopicsError> {
         let mut stream = self.stream().await?;
         let info = stream
             .info()
             .await
             .map_err(|e| TopicsError::Stream(e.to_string()))?;
-        Ok(info.state.last_sequence)
+        let made = info.created.unix_timestamp_nanos().to_string();
+        Ok((info.state.last_sequence, made))
     }
 
     /// Waits until the connection to NATS is up: what waits to be sent

@@ -2,7 +2,8 @@
 //! JetStream: a publish on any node reaches watchers on every node and
 //! one node serving each subscribed agent; kept messages are stored in
 //! the cluster's stream, so every node reads back the same history under
-//! the same ids, a node started late or restarted catches up, and an
+//! the same ids, a node started late or restarted catches up (and one
+//! whose copy is of a stream since deleted starts over), and an
 //! at-least-once subscription takes each event once across the nodes.
 
 use std::time::Duration;
@@ -253,4 +254,44 @@ async fn a_killed_node_loses_no_kept_message_and_its_copy_catches_up() {
         read_at(&base, "jobs.%3E").await == all
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_deleted_by_hand_is_made_again_and_the_copies_start_over() {
+    let nats = Nats::start().await;
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let keep = r#"topic "orders.>""#;
+    let (n1, _a1) = node(&nats, "n1", &[], keep, d1.path()).await;
+    let (n2, _a2) = node(&nats, "n2", &[], keep, d2.path()).await;
+    for n in 0..3 {
+        publish(&n1, "orders.eu", &format!("old {n}")).await;
+    }
+    wait_until("n2 copied the three", || async {
+        read(&n2, "orders.%3E").await.len() == 3
+    })
+    .await;
+    let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
+    js.delete_stream("WHARF_TOPICS").await.unwrap();
+    // Until a node makes the stream again a kept publish is refused, with
+    // the reason; then five go through.
+    let stored = std::sync::atomic::AtomicU64::new(0);
+    wait_until("five kept publishes after the stream is back", || async {
+        let n = stored.load(std::sync::atomic::Ordering::Relaxed);
+        let reply = post(&n1.url("/topics/orders.eu"), format!("new {n}")).await;
+        match reply.status.as_u16() {
+            202 => stored.store(n + 1, std::sync::atomic::Ordering::Relaxed),
+            503 => assert_eq!(reply.error_code(), "topic_cluster", "{}", reply.text()),
+            other => panic!("{other}: {}", reply.text()),
+        }
+        n + 1 == 5 && reply.status == 202
+    })
+    .await;
+    // Both copies hold the new stream alone, under its ids.
+    let want: Vec<(u64, String)> = (0..5).map(|n| (n + 1, format!("new {n}"))).collect();
+    for n in [&n1, &n2] {
+        wait_until("the copy started over", || async {
+            read(n, "orders.%3E").await == want
+        })
+        .await;
+    }
 }

@@ -49,6 +49,17 @@ pub(crate) struct Shared {
     out: mpsc::UnboundedSender<Outgoing>,
     backlog: Arc<AtomicUsize>,
     bus: Weak<Bus>,
+    /// The `topic` blocks in force: the stream is made (again) to hold
+    /// what they ask.
+    keeps: Keeps,
+}
+
+type Keeps = Arc<std::sync::Mutex<Vec<wharf_config::TopicKeep>>>;
+
+/// Makes the stream, or brings it to what the `topic` blocks ask now.
+async fn ensure(topics: &Topics, keeps: &Keeps) -> Result<(), TopicsError> {
+    let keeps = keeps.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    topics.ensure_stream(&keeps).await
 }
 
 impl Shared {
@@ -62,6 +73,7 @@ impl Shared {
             out,
             backlog: backlog.clone(),
             bus: Arc::downgrade(bus),
+            keeps: Keeps::default(),
         });
         tokio::spawn(send_all(
             topics.clone(),
@@ -107,10 +119,11 @@ impl Shared {
     /// into `history` (from the last id it holds) and trims the stream
     /// as retention trims the history.
     pub fn follow(self: &Arc<Self>, history: Arc<History>, keeps: Vec<wharf_config::TopicKeep>) {
+        *self.keeps.lock().unwrap_or_else(|e| e.into_inner()) = keeps;
         let me = self.clone();
         tokio::spawn(async move {
             // NATS may not be up yet: the node serves meanwhile.
-            while let Err(e) = me.topics.ensure_stream(&keeps).await {
+            while let Err(e) = ensure(&me.topics, &me.keeps).await {
                 tracing::warn!(error = %e, "kept topics are not shared with the cluster yet");
                 tokio::time::sleep(RETRY).await;
                 if me.bus.strong_count() == 0 {
@@ -118,15 +131,16 @@ impl Shared {
                 }
             }
             tokio::spawn(trim(me.topics.clone(), Arc::downgrade(&history)));
-            follow(me.topics.clone(), me.bus.clone(), history).await;
+            follow(&me, history).await;
         });
     }
 
     /// Brings the stream's limits to the `topic` blocks after a reload.
     pub fn set_keeps(&self, keeps: Vec<wharf_config::TopicKeep>) {
-        let topics = self.topics.clone();
+        *self.keeps.lock().unwrap_or_else(|e| e.into_inner()) = keeps;
+        let (topics, keeps) = (self.topics.clone(), self.keeps.clone());
         tokio::spawn(async move {
-            if let Err(e) = topics.ensure_stream(&keeps).await {
+            if let Err(e) = ensure(&topics, &keeps).await {
                 tracing::error!(error = %e, "the cluster's topic stream keeps its old limits");
             }
         });
@@ -235,25 +249,35 @@ async fn live(topics: Topics, bus: Weak<Bus>) {
 }
 
 /// Copies the cluster's stream into `history`, each message under its
-/// stream sequence, then hands it to this node's watchers. A copy ahead
-/// of the stream (the stream was made again) starts over.
-async fn follow(topics: Topics, bus: Weak<Bus>, history: Arc<History>) {
+/// stream sequence, then hands it to this node's watchers. A copy of
+/// another stream (one deleted and made again) starts over.
+async fn follow(shared: &Shared, history: Arc<History>) {
+    let (topics, bus) = (&shared.topics, &shared.bus);
     loop {
-        let behind = match topics.last_id().await {
+        if bus.strong_count() == 0 {
+            return;
+        }
+        let (last, origin) = match topics.last_id().await {
             Ok(last) => last,
             Err(e) => {
+                // Deleted by hand, say: made again, empty.
                 tracing::warn!(error = %e, "the cluster's topic stream");
+                if let Err(e) = ensure(topics, &shared.keeps).await {
+                    tracing::warn!(error = %e, "the cluster's topic stream cannot be made again yet");
+                }
                 tokio::time::sleep(RETRY).await;
                 continue;
             }
         };
-        if history.last_id() > behind {
-            tracing::warn!(
-                here = history.last_id(),
-                stream = behind,
-                "this node's copy of the kept topics is ahead of the cluster's stream (made again?): it starts over"
-            );
-            if let Err(e) = history.clear() {
+        if history.origin().as_deref() != Some(origin.as_str()) || history.last_id() > last {
+            if history.last_id() > 0 {
+                tracing::warn!(
+                    here = history.last_id(),
+                    stream = last,
+                    "this node's copy of the kept topics is of another stream (made again?): it starts over"
+                );
+            }
+            if let Err(e) = history.start_over(&origin) {
                 tracing::error!(error = %e, "the copy of the kept topics could not start over");
                 return;
             }
@@ -267,17 +291,23 @@ async fn follow(topics: Topics, bus: Weak<Bus>, history: Arc<History>) {
                     let next = tokio::time::timeout(RETRY, messages.next()).await;
                     let Some(bus) = bus.upgrade() else { return };
                     match next {
-                        Err(_) => continue,
-                        Ok(None) => break,
+                        // Quiet: still the stream this copy holds? (One
+                        // deleted and made again is followed anew.)
+                        Err(_) => match topics.last_id().await {
+                            Ok((_, now)) if history.origin().as_deref() == Some(now.as_str()) => {}
+                            _ => break,
+                        },
                         Ok(Some(Ok(incoming))) => bus.kept_arrived(&history, incoming),
-                        Ok(Some(Err(e))) => tracing::warn!(error = %e, "a kept topic message"),
+                        Ok(None) => break,
+                        Ok(Some(Err(e))) => {
+                            // Followed again from the last id copied.
+                            tracing::warn!(error = %e, "following the cluster's topic stream");
+                            break;
+                        }
                     }
                 }
             }
             Err(e) => tracing::warn!(error = %e, "following the cluster's topic stream"),
-        }
-        if bus.strong_count() == 0 || Arc::strong_count(&history) == 1 {
-            return;
         }
         tokio::time::sleep(RETRY).await;
     }

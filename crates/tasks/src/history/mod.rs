@@ -46,6 +46,10 @@ CREATE TABLE IF NOT EXISTS trimmed (
     keep    TEXT    PRIMARY KEY,
     through INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS cursors (
     subscriber TEXT    NOT NULL,
     pattern    TEXT    NOT NULL,
@@ -140,6 +144,8 @@ pub struct History {
     /// Per durable subscription (subscriber, pattern), the last id it
     /// acknowledged.
     cursors: Mutex<HashMap<(String, String), u64>>,
+    /// Which shared log a copy holds (see [`History::start_over`]).
+    origin: Mutex<Option<String>>,
     readers: Mutex<Vec<Connection>>,
     /// Permits for reads running at once.
     reading: tokio::sync::Semaphore,
@@ -201,6 +207,7 @@ impl History {
         };
         let trimmed = Arc::new(Mutex::new(state.trimmed.clone()));
         let cursors = Mutex::new(state.cursors.clone());
+        let origin = Mutex::new(state.origin.clone());
         let (settled_tx, settled) = tokio::sync::watch::channel(next - 1);
         let backlog = Arc::new(AtomicUsize::new(0));
         let failed_writes = Arc::new(AtomicU64::new(0));
@@ -227,6 +234,7 @@ impl History {
             settled,
             trimmed,
             cursors,
+            origin,
             readers: Mutex::new(Vec::new()),
             reading: tokio::sync::Semaphore::new(MAX_READERS),
             writer: Some(handle),
@@ -312,19 +320,30 @@ impl History {
         Ok((id, published_ms))
     }
 
+    /// Which shared log this copy holds, as [`History::start_over`] last
+    /// named it.
+    pub fn origin(&self) -> Option<String> {
+        self.origin
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Forgets every message and what retention deleted (not the durable
-    /// cursors): a copy whose shared log was started again.
-    pub fn clear(&self) -> Result<(), HistoryError> {
+    /// cursors), and records that the copy now holds the shared log
+    /// `origin`: a log made again, or one this copy never held.
+    pub fn start_over(&self, origin: &str) -> Result<(), HistoryError> {
         let (tx, rx) = mpsc::sync_channel(1);
         {
             let mut tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
-            tail.tx
-                .send(Op::Clear(tx))
-                .map_err(|_| HistoryError::Closed)?;
+            let op = Op::StartOver(origin.to_string(), tx);
+            tail.tx.send(op).map_err(|_| HistoryError::Closed)?;
             tail.next = 1;
             tail.last_ms = 0;
         }
-        rx.recv().map_err(|_| HistoryError::Closed)?
+        rx.recv().map_err(|_| HistoryError::Closed)??;
+        *self.origin.lock().unwrap_or_else(|e| e.into_inner()) = Some(origin.to_string());
+        Ok(())
     }
 
     /// Per kept pattern, the highest id retention has deleted.

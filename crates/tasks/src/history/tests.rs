@@ -219,7 +219,7 @@ async fn appends_past_the_backlog_are_refused_not_held() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_copy_takes_the_ids_it_is_given_and_can_start_over() {
+async fn a_copy_takes_the_ids_it_is_given_and_starts_over_for_another_log() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("copy.db");
     let h = History::open_copy(&path, vec![keep("a.>", 100)], DEFAULT_MAX_BACKLOG).unwrap();
@@ -246,8 +246,10 @@ async fn a_copy_takes_the_ids_it_is_given_and_can_start_over() {
         .map(|m| m.id)
         .collect();
     assert_eq!(ids, [3, 7]);
-    h.clear().unwrap();
+    assert_eq!(h.origin(), None);
+    h.start_over("stream 2").unwrap();
     assert_eq!(h.last_id(), 0);
+    assert_eq!(h.origin().as_deref(), Some("stream 2"));
     assert!(
         h.read(Query::new("a.>", 10))
             .await
@@ -260,6 +262,7 @@ async fn a_copy_takes_the_ids_it_is_given_and_can_start_over() {
     // Reopened, it goes on after what it holds.
     let h = History::open_copy(&path, vec![keep("a.>", 100)], DEFAULT_MAX_BACKLOG).unwrap();
     assert_eq!(h.last_id(), 1);
+    assert_eq!(h.origin().as_deref(), Some("stream 2"));
 }
 
 fn add_again(h: &History) -> u64 {

@@ -27,8 +27,8 @@ pub(crate) enum Op {
     Ack(String, String, u64),
     Keeps(Vec<TopicKeep>),
     Retain(SyncSender<Result<u64, HistoryError>>),
-    /// Every message and trim forgotten.
-    Clear(SyncSender<Result<(), HistoryError>>),
+    /// Every message and trim forgotten; the copy now holds the log named.
+    StartOver(String, SyncSender<Result<(), HistoryError>>),
 }
 
 /// One message to write.
@@ -48,6 +48,7 @@ pub(crate) struct State {
     pub counts: HashMap<String, u64>,
     pub trimmed: HashMap<String, u64>,
     pub cursors: HashMap<(String, String), u64>,
+    pub origin: Option<String>,
 }
 
 impl State {
@@ -84,6 +85,11 @@ impl State {
             let (subscriber, pattern, acked) = row?;
             cursors.insert((subscriber, pattern), acked as u64);
         }
+        let origin = conn
+            .query_row("SELECT value FROM meta WHERE key = 'origin'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
         let (last_id, last_ms) = last.unwrap_or((0, 0));
         let last_trimmed = trimmed.values().copied().max().unwrap_or(0);
         Ok(State {
@@ -92,6 +98,7 @@ impl State {
             counts,
             trimmed,
             cursors,
+            origin,
         })
     }
 }
@@ -132,10 +139,10 @@ impl Writer {
                     }
                     Op::Keeps(keeps) => self.keeps = keeps,
                     Op::Retain(tx) => asked.push(tx),
-                    Op::Clear(tx) => {
+                    Op::StartOver(origin, tx) => {
                         // What came before it is written first.
                         self.write(&std::mem::take(&mut rows), &std::mem::take(&mut acks));
-                        let _ = tx.send(self.clear());
+                        let _ = tx.send(self.start_over(&origin));
                     }
                 }
             }
@@ -206,10 +213,17 @@ impl Writer {
         }
     }
 
-    fn clear(&mut self) -> Result<(), HistoryError> {
-        self.conn
-            .execute_batch("DELETE FROM messages; DELETE FROM trimmed;")
+    fn start_over(&mut self, origin: &str) -> Result<(), HistoryError> {
+        let tx = self.conn.transaction().map_err(db)?;
+        tx.execute_batch("DELETE FROM messages; DELETE FROM trimmed;")
             .map_err(db)?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('origin', ?1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [origin],
+        )
+        .map_err(db)?;
+        tx.commit().map_err(db)?;
         self.counts.clear();
         self.trimmed
             .lock()
