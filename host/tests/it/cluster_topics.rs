@@ -11,7 +11,9 @@ use std::time::Duration;
 use crate::cli::wait_ready;
 use crate::cluster::{Nats, cluster_kdl, hears};
 use crate::common::*;
-use crate::kept::{DURABLE, free_port, publish_jobs, sample, serve_keeping_with, sse, watch};
+use crate::kept::{
+    DURABLE, READ_BACK, RESUME, free_port, publish_jobs, sample, serve_keeping_with, sse, watch,
+};
 
 /// A node of `agents` (guest, name) with `kdl`, its task store (and the
 /// copy of the history beside it) in `data`.
@@ -294,4 +296,16 @@ async fn a_stream_deleted_by_hand_is_made_again_and_the_copies_start_over() {
         })
         .await;
     }
+}
+
+/// The one-node tests of read-back and resume (`kept::…`), on a node of a
+/// cluster: the same answers from the copy of the cluster's stream.
+#[tokio::test(flavor = "multi_thread")]
+async fn read_back_and_resume_answer_in_a_cluster_as_on_one_node() {
+    let nats = Nats::start().await;
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (n1, _a1) = node(&nats, "n1", &[("echo", "echo")], READ_BACK, d1.path()).await;
+    crate::kept::kept_messages_are_read_back_by_cursor_time_and_content_on(n1).await;
+    let (n2, _a2) = node(&nats, "n2", &[("echo", "echo")], RESUME, d2.path()).await;
+    crate::kept::a_watcher_resumes_after_the_last_event_id_it_saw_on(n2).await;
 }

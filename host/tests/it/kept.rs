@@ -100,12 +100,18 @@ fn payloads(page: &serde_json::Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn kept_messages_are_read_back_by_cursor_time_and_content() {
     let dir = agents_dir(&["echo"]);
-    let server = Server::start(config(
-        dir.path(),
-        r#"topic "orders.>" { keep 5; }
-           topic "audit.*" { for "1h"; }"#,
-    ))
+    kept_messages_are_read_back_by_cursor_time_and_content_on(
+        Server::start(config(dir.path(), READ_BACK)).await,
+    )
     .await;
+}
+
+/// What `READ_BACK` keeps, on one node or in a cluster (`cluster_topics`).
+pub(crate) const READ_BACK: &str = r#"topic "orders.>" { keep 5; }
+           topic "audit.*" { for "1h"; }"#;
+
+/// The test's body, on `server`.
+pub(crate) async fn kept_messages_are_read_back_by_cursor_time_and_content_on(server: Server) {
     for n in 0..8 {
         let region = if n % 2 == 0 { "eu" } else { "us" };
         publish(
@@ -225,12 +231,18 @@ async fn kept_messages_are_read_back_by_cursor_time_and_content() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_watcher_resumes_after_the_last_event_id_it_saw() {
     let dir = agents_dir(&["echo"]);
-    let server = Server::start(config(
-        dir.path(),
-        r#"topic "chat.>" { keep 100; }
-           topic "small.*" { keep 2; }"#,
-    ))
+    a_watcher_resumes_after_the_last_event_id_it_saw_on(
+        Server::start(config(dir.path(), RESUME)).await,
+    )
     .await;
+}
+
+/// What `RESUME` keeps, on one node or in a cluster (`cluster_topics`).
+pub(crate) const RESUME: &str = r#"topic "chat.>" { keep 100; }
+           topic "small.*" { keep 2; }"#;
+
+/// The test's body, on `server`.
+pub(crate) async fn a_watcher_resumes_after_the_last_event_id_it_saw_on(server: Server) {
     let mut body = watch(&server, "chat.%3E", None).await;
     let mut text = String::new();
     for n in 0..3 {
