@@ -147,10 +147,12 @@ pub(super) fn load_one(
                 (pres, None)
             };
             let image = runtime.filter_image(pres, identity, policy.limits);
-            let deadline = policy.limits.deadline;
             let phases = image
                 .instantiate()
-                .and_then(|mut live| watched(deadline, move || live.phases()))
+                .and_then(|live| {
+                    let mut live = live.for_load();
+                    watched(live.load_deadline(), move || live.phases())
+                })
                 .map_err(|e| format!("phases() failed: {e}"))?;
             if phases.is_empty() {
                 return Err("the filter registers for no phase".into());
@@ -176,10 +178,12 @@ pub(super) fn load_one(
         Prepared::Agent(pre) => {
             let policy = config.policy_for(name);
             let image = runtime.agent_image(pre, agent_identity(name, &policy), policy.limits);
-            let deadline = policy.limits.deadline;
             let card = image
                 .instantiate()
-                .and_then(|mut live| watched(deadline, move || live.describe()))
+                .and_then(|live| {
+                    let mut live = live.for_load();
+                    watched(live.load_deadline(), move || live.describe())
+                })
                 .map_err(|e| format!("describe() failed: {e}"))?;
             if image.serves_a2a() {
                 origin.world = "a2a-agent";

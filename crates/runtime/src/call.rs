@@ -116,6 +116,10 @@ pub fn watched<T: Send + 'static>(
     }
 }
 
+/// The shortest time a component's load-time call is given, whatever
+/// its per-request deadline (see [`Live::for_load`]).
+pub const LOAD_DEADLINE: Duration = Duration::from_secs(10);
+
 /// A compiled, type-checked agent ready to be instantiated: a Wharf agent
 /// or a `wasi:http/proxy` component served like one.
 pub struct AgentImage {
@@ -499,6 +503,23 @@ impl<E> Live<E> {
     /// future dropped): such an instance must not be used again.
     pub fn abandoned(&self) -> bool {
         self.in_call
+    }
+
+    /// Gives this instance's calls at least [`LOAD_DEADLINE`], counted
+    /// from now: for the one call a component answers when it is loaded
+    /// (`describe`, `phases`). That first call runs beside compiles and
+    /// pays one-off costs (the first touch of a large memory image) that a
+    /// request's deadline does not budget; a guest that hangs is still
+    /// refused, only later.
+    pub fn for_load(mut self) -> Self {
+        self.limits.deadline = self.limits.deadline.max(LOAD_DEADLINE);
+        self.fresh = false;
+        self
+    }
+
+    /// The time [`Live::for_load`] gives a load-time call.
+    pub fn load_deadline(&self) -> Duration {
+        self.limits.deadline
     }
 
     pub(super) fn arm_deadline(&mut self) {

@@ -27,7 +27,7 @@ use wasmtime::component::{Component, Linker};
 
 pub use bindings::{Card, Health, Skill};
 pub use cache::{ArtifactCache, CacheOutcome, CacheStats};
-pub use call::{AgentImage, CallError, Exports, Live, watched};
+pub use call::{AgentImage, CallError, Exports, LOAD_DEADLINE, Live, watched};
 pub use convert::{HeaderBlobError, decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
 #[cfg(feature = "fuzzing")]

@@ -285,6 +285,8 @@ async fn filters_in_every_language_keep_the_filter_contract() {
         let filter = format!("filter-{lang}");
         let text = format!("filters \"{filter}\"\nfilter \"{filter}\" {{ deadline \"5s\" }}\n");
         let server = Server::start(config(dir.path(), &text)).await;
+        let refused = &server.pipeline().registry().snapshot().refused;
+        assert!(refused.is_empty(), "{filter}: {refused:?}");
         let reply = get(&server.url("/agents/mirror/admin/users")).await;
         assert_eq!(reply.status, 403, "{filter}: {}", reply.text());
         assert_eq!(reply.json()["error"]["code"], "forbidden");

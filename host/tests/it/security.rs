@@ -254,13 +254,19 @@ async fn a_guest_blocked_in_a_host_call_ends_at_its_deadline() {
                agent \"scribe\" { deadline \"1s\" }\n\
                agent \"echo\" { filters \"probe\" }\n\
                filter \"probe\" { deadline \"1s\" }\n\
-               agent \"drowsy\" { deadline \"1s\"; config { describe-sleep \"30\" } }\n";
+               agent \"drowsy\" { deadline \"1s\"; config { describe-sleep \"30\" } }\n\
+               agent \"dozy\" { deadline \"1s\"; config { describe-sleep \"2\" } }\n";
+    copy_guest(dir.path(), "sleeper", "dozy");
     let server = Server::start(config(dir.path(), kdl)).await;
 
-    // A component whose describe() sleeps is refused at load, in time.
+    // A component whose describe() sleeps is refused at load, in time: the
+    // load-time call gets its deadline or `LOAD_DEADLINE`, whichever is
+    // longer, so one that is only slow to start (2 s) still loads.
     let refused = &server.pipeline().registry().snapshot().refused;
     let why = format!("{refused:?}");
     assert!(why.contains("drowsy") && why.contains("deadline"), "{why}");
+    assert!(!why.contains("dozy"), "{why}");
+    assert_eq!(post(&server.url("/agents/dozy"), "0").await.text(), "awake");
 
     // An agent's call: 504 at the deadline.
     let timed_out = |(took, reply): (std::time::Duration, Reply)| {
