@@ -128,6 +128,18 @@ impl Ready {
     }
 }
 
+/// How many agents, pipelines, filters and refusals the ready lines name
+/// each: a directory of thousands is summed up, not printed whole.
+const LISTED: usize = 20;
+
+/// The line after a list cut at [`LISTED`].
+fn more(f: &mut fmt::Formatter<'_>, count: usize, what: &str) -> fmt::Result {
+    if count > LISTED {
+        writeln!(f, "  … and {} more {what}, {count} in all", count - LISTED)?;
+    }
+    Ok(())
+}
+
 /// The lines `wharf serve` prints once it is ready.
 impl fmt::Display for Ready {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -139,26 +151,67 @@ impl fmt::Display for Ready {
                 "  no agents: put .wasm components in the agents directory"
             )?;
         }
-        for (name, a2a) in &self.agents {
+        for (name, a2a) in self.agents.iter().take(LISTED) {
             write!(f, "  agent     {url}/agents/{name}")?;
             if *a2a {
                 write!(f, "   (A2A: {url}/a2a/{name})")?;
             }
             writeln!(f)?;
         }
-        for name in &self.pipelines {
+        more(f, self.agents.len(), "agents")?;
+        for name in self.pipelines.iter().take(LISTED) {
             writeln!(f, "  pipeline  {url}/agents/{name}")?;
         }
+        more(f, self.pipelines.len(), "pipelines")?;
         if !self.filters.is_empty() {
-            writeln!(f, "  filters   {}", self.filters.join(", "))?;
+            let listed: Vec<&str> = self
+                .filters
+                .iter()
+                .take(LISTED)
+                .map(String::as_str)
+                .collect();
+            writeln!(f, "  filters   {}", listed.join(", "))?;
+            more(f, self.filters.len(), "filters")?;
         }
         for place in &self.binary {
             writeln!(f, "  binary    {place}")?;
         }
         writeln!(f, "  agents list {url}/agents, metrics {url}/metrics")?;
-        for refusal in &self.refused {
+        for refusal in self.refused.iter().take(LISTED) {
             writeln!(f, "  {refusal}")?;
         }
+        more(f, self.refused.len(), "refused (each is in the log)")?;
         write!(f, "Press Ctrl-C to stop.")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_directory_is_summed_up_after_the_first_names() {
+        let ready = |agents: usize| Ready {
+            url: "http://127.0.0.1:1".into(),
+            binary: Vec::new(),
+            agents: (0..agents).map(|i| (format!("t-{i}"), false)).collect(),
+            pipelines: Vec::new(),
+            filters: vec!["auth".into()],
+            refused: Vec::new(),
+        };
+        let text = ready(LISTED).to_string();
+        assert_eq!(text.matches("  agent ").count(), LISTED);
+        assert!(!text.contains("more"), "{text}");
+        let text = ready(10_000).to_string();
+        assert_eq!(text.matches("  agent ").count(), LISTED);
+        assert!(
+            text.contains("  agent     http://127.0.0.1:1/agents/t-19\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  … and 9980 more agents, 10000 in all\n"),
+            "{text}"
+        );
+        assert!(text.contains("  filters   auth\n"), "{text}");
     }
 }

@@ -10,6 +10,8 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 use super::entry::{Loaded, load_one};
 use super::{Snapshot, Stamp};
@@ -127,19 +129,21 @@ fn scan_dir(
         }
     }
     let total = by_name.len();
-    for (done, (name, files)) in by_name.into_iter().enumerate() {
-        let started = std::time::Instant::now();
-        let reported = name.clone();
-        let tell = || {
-            if let Some(report) = report {
-                report(Progress {
-                    name: &reported,
-                    done: done + 1,
-                    total,
-                    took: started.elapsed(),
-                });
-            }
-        };
+    let done = AtomicUsize::new(0);
+    let tell = |name: &str, started: Instant| {
+        let done = done.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(report) = report {
+            report(Progress {
+                name,
+                done,
+                total,
+                took: started.elapsed(),
+            });
+        }
+    };
+    let mut to_load = Vec::new();
+    for (name, files) in by_name {
+        let started = Instant::now();
         if files.len() > 1 {
             let list: Vec<String> = files
                 .iter()
@@ -151,14 +155,28 @@ fn scan_dir(
                 new |= scan.refuse(Some(&name), path, Some(*stamp), reason);
             }
             scan.keep_previous(&name, new);
-            tell();
+            tell(&name, started);
             continue;
         }
-        let (path, stamp) = &files[0];
-        if !scan.reuse(&name, path, *stamp) {
-            scan.load(name, path, *stamp);
+        let (path, stamp) = files.into_iter().next().expect("one file");
+        if scan.reuse(&name, &path, stamp) {
+            tell(&name, started);
+        } else {
+            to_load.push((name, path, stamp));
         }
-        tell();
+    }
+    // Loading (compile or cache read, pre-initialization, the first call)
+    // is independent per component: it runs on every core, and what it
+    // made is settled in name order, so the snapshot and its log do not
+    // depend on which finished first.
+    let loaded = load_parallel(&to_load, |(name, path, stamp)| {
+        let started = Instant::now();
+        let result = scan.load_file(name, path, *stamp);
+        tell(name, started);
+        result
+    });
+    for ((name, path, stamp), result) in to_load.into_iter().zip(loaded) {
+        scan.settle(name, &path, stamp, result);
     }
     scan.check_chains();
     scan.check_compositions();
@@ -219,16 +237,21 @@ impl Scan<'_> {
         false
     }
 
-    /// Loads `name` from `path`; on failure, keeps its previous version
-    /// when the file changed since that version was loaded.
-    fn load(&mut self, name: String, path: &Path, stamp: Stamp) {
+    /// Loads `name` from `path`, checking that the file did not change
+    /// meanwhile (any thread).
+    fn load_file(&self, name: &str, path: &Path, stamp: Stamp) -> Result<Loaded, String> {
         let max = self.config.server.component_size;
-        let result = load_one(self.runtime, self.config, &name, path, stamp).and_then(|loaded| {
+        load_one(self.runtime, self.config, name, path, stamp).and_then(|loaded| {
             match candidate(&self.root, path, max) {
                 Ok(Some((_, now))) if now == stamp => Ok(loaded),
                 _ => Err("it changed while it was being loaded; it is loaded again once it stops changing".into()),
             }
-        });
+        })
+    }
+
+    /// Takes what loading `name` made; on failure, keeps its previous
+    /// version when the file changed since that version was loaded.
+    fn settle(&mut self, name: String, path: &Path, stamp: Stamp, result: Result<Loaded, String>) {
         match result {
             Ok(Loaded::Agent(entry)) => {
                 self.snapshot.agents.insert(name, entry);
@@ -400,6 +423,39 @@ impl Scan<'_> {
         self.snapshot.refused.push(refusal);
         new
     }
+}
+
+/// Runs `load` over `items` on up to one thread per core, returning the
+/// results in the items' order.
+fn load_parallel<T: Sync, R: Send>(items: &[T], load: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    if workers <= 1 {
+        return items.iter().map(&load).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        mine.push((i, load(item)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    results.sort_unstable_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Decides whether a directory entry is a component to load: its name and

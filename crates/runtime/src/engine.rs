@@ -98,6 +98,12 @@ fn pool(settings: &EngineSettings) -> PoolingAllocationConfig {
     // languages (componentize-py, componentize-js) have more.
     pool.total_core_instances(instances * 4);
     pool.total_memories(instances * 2);
+    // Module affinity for every slot: a freed slot stays tied to the
+    // component it held, and a later instance of that component takes it
+    // back with its memory image still mapped. wasmtime's default keeps
+    // only 100 unused slots warm, so traffic spread over more agents than
+    // that remapped an image and faulted it in on almost every request.
+    pool.max_unused_warm_slots(instances * 2);
     pool.total_tables(instances * 4);
     // Async calls run on fiber stacks taken from the pool.
     pool.total_stacks(instances);

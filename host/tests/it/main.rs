@@ -25,6 +25,7 @@ mod headers;
 mod http;
 mod kept;
 mod lang;
+mod many;
 mod operability;
 mod pg_store;
 mod registry;

@@ -1,0 +1,92 @@
+//! A directory of a thousand distinct agents (copies of `tenant` whose
+//! data names each one): every one loads, is listed, and answers as itself.
+
+use crate::common::*;
+use futures_util::StreamExt;
+use http::Method;
+
+/// Agents in the directory: the size the issue of many agents asks the
+/// test command to serve.
+const AGENTS: usize = 1000;
+
+/// Writes `count` distinct copies of `tenant` into `dir` as `t-000000.wasm`
+/// …, the twelve digits after its marker rewritten to each copy's number
+/// (as scripts/lib/tenants.py does for the benchmark).
+fn write_tenants(dir: &std::path::Path, count: usize) {
+    const MARKER: &[u8] = b"wharf-tenant:";
+    let bytes = std::fs::read(guest("tenant")).unwrap();
+    let found: Vec<usize> = bytes
+        .windows(MARKER.len())
+        .enumerate()
+        .filter(|(_, w)| *w == MARKER)
+        .map(|(i, _)| i + MARKER.len())
+        .collect();
+    assert_eq!(found.len(), 1, "the marker appears once in tenant.wasm");
+    let at = found[0];
+    for i in 0..count {
+        let mut copy = bytes.clone();
+        copy[at..at + 12].copy_from_slice(format!("{i:012}").as_bytes());
+        std::fs::write(dir.join(format!("t-{i:06}.wasm")), copy).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_thousand_distinct_agents_each_answer_as_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tenants(dir.path(), AGENTS);
+    // Compiled code of its own: a thousand entries would crowd the shared cache.
+    let cache = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), "");
+    cfg.cache = wharf::config::Cache::Dir(cache.path().to_path_buf());
+    let server = Server::start(cfg).await;
+    assert!(
+        server.pipeline().registry().snapshot().refused.is_empty(),
+        "{:?}",
+        server.pipeline().registry().snapshot().refused
+    );
+
+    // Every copy is a distinct component: a thousand digests.
+    let listed = get(&server.url("/agents")).await.json();
+    let digests: std::collections::BTreeSet<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "agent")
+        .map(|a| a["digest"].as_str().unwrap())
+        .collect();
+    assert_eq!(digests.len(), AGENTS);
+
+    // Each answers with its own number and the body, sixteen at a time.
+    let client = client();
+    let answers = futures_util::stream::iter(0..AGENTS)
+        .map(|i| {
+            let (client, url) = (client.clone(), server.url(&format!("/agents/t-{i:06}/")));
+            async move {
+                let body = format!("hello {i}");
+                let reply = send(&client, Method::POST, &url, &[], body.clone()).await;
+                (i, body, reply)
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    for (i, body, reply) in answers {
+        assert_eq!(reply.status, 200, "t-{i:06}: {}", reply.text());
+        assert_eq!(reply.headers["x-tenant"], format!("{i:012}"), "t-{i:06}");
+        assert_eq!(reply.text(), body);
+    }
+    // The card says which one it is too; a name past the last is not served.
+    let last = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == format!("t-{:06}", AGENTS - 1))
+        .unwrap();
+    assert_eq!(
+        last["card"]["description"],
+        format!("Tenant {:012}", AGENTS - 1)
+    );
+    let missing = post(&server.url(&format!("/agents/t-{AGENTS:06}/")), "x").await;
+    assert_eq!(missing.status, 404, "{}", missing.text());
+    server.stop().await;
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Many agents on one node: a directory of N distinct `tenant` agents
+# (scripts/lib/tenants.py: each copy's data differs, so each has its own
+# digest, compiled code and memory image), served by a release Wharf with
+# default settings (fresh instances), 1 KiB POSTs from wrk at c=50 spread
+# uniformly at random over the first K agents, for each K in MANY_SPREADS.
+# Also measures, for a directory of each size in MANY_DIRS: the start with
+# a warm compile cache (until /healthz answers, and until the last agent
+# answers), and the idle RSS per agent against a directory of one.
+#   MANY_SPREADS  default "1 10 100 1000 10000"
+#   MANY_DIRS     default "1000 10000"
+#   MANY_SECONDS  wrk run per spread, default 15
+#   WHARF_BEFORE  a `wharf` binary of the commit before a change: every
+#                 row is measured on both, alternating (one compile cache: it
+#                 holds code per engine and checks it on every load)
+# The copies and compile caches are kept in target/bench-many (the first
+# run compiles every copy once). Prints Markdown tables.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; }
+spreads="${MANY_SPREADS:-1 10 100 1000 10000}"
+dirs="${MANY_DIRS:-1000 10000}"
+seconds="${MANY_SECONDS:-15}"
+http="127.0.0.1:9031"
+
+guests="$(scripts/setup/build-guests.sh --rust-only | tail -n 1)"
+cargo build --release --quiet -p wharf --bin wharf
+target="${CARGO_TARGET_DIR:-$root/target}"
+binaries=("$target/release/wharf")
+[ -n "${WHARF_BEFORE:-}" ] && binaries+=("$WHARF_BEFORE")
+
+keep="$target/bench-many"
+largest=1
+for n in $spreads $dirs; do [ "$n" -gt "$largest" ] && largest="$n"; done
+mkdir -p "$keep"
+python3 scripts/lib/tenants.py "$guests/tenant.wasm" "$keep/all" "$largest"
+
+work="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+
+# dir_of N: a directory holding the first N copies (hard links).
+dir_of() {
+    local d="$work/dir-$1"
+    if [ ! -d "$d" ]; then
+        mkdir -p "$d"
+        find "$keep/all" -name 't-*.wasm' | sort | head -n "$1" | xargs -r ln -t "$d"
+    fi
+    echo "$d"
+}
+
+# start BIN DIR: serves DIR with BIN; sets $pid and $took_health (seconds
+# until /healthz answered).
+start() {
+    local bin="$1" dir="$2" cache
+    cache="$keep/cache"
+    cat > "$work/wharf.kdl" <<KDL
+listen "$http"
+agents "$dir"
+cache "$cache"
+tasks { path "$work/tasks.db"; }
+audit #false
+KDL
+    rm -f "$work"/tasks.db*
+    local began
+    began=$(date +%s.%N)
+    "$bin" serve --config "$work/wharf.kdl" >/dev/null 2>"$work/wharf.log" &
+    pid=$!
+    until curl -fsS "http://$http/healthz" >/dev/null 2>&1; do
+        kill -0 "$pid" 2>/dev/null || { cat "$work/wharf.log" >&2; exit 1; }
+        sleep 0.02
+    done
+    took_health=$(since "$began")
+    start_began="$began"
+}
+
+# since T: seconds from T (a `date +%s.%N`) to now.
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+
+stop() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
+head -c 1024 /dev/zero | tr '\0' 'x' > "$work/body"
+spread_lua() {
+    cat > "$work/spread.lua" <<LUA
+wrk.method = "POST"
+local f = io.open("$work/body", "rb")
+wrk.body = f:read("*a")
+f:close()
+local threads = 0
+function setup(thread) threads = threads + 1; thread:set("seed", threads) end
+function init() math.randomseed(seed * 7919) end
+function request()
+    return wrk.format(nil, string.format("/agents/t-%06d/", math.random(0, $1 - 1)))
+end
+LUA
+}
+
+label() { if [ "$1" = "${binaries[0]}" ]; then echo "this"; else echo "before"; fi; }
+
+echo "## Start and idle memory (warm compile cache)"
+echo
+echo "| build | agents | /healthz after | last agent answers after | idle RSS | RSS per agent over one |"
+echo "|---|---|---|---|---|---|"
+for bin in "${binaries[@]}"; do
+    start "$bin" "$(dir_of 1)"
+    sleep 1
+    base=$(rss_kb "$pid")
+    stop
+    for n in $dirs; do
+        start "$bin" "$(dir_of "$n")"   # fills the cache on a first run
+        stop
+        start "$bin" "$(dir_of "$n")"
+        last=$(printf 't-%06d' $((n - 1)))
+        until curl -fsS -o /dev/null -X POST -d x "http://$http/agents/$last/"; do sleep 0.02; done
+        took_last=$(since "$start_began")
+        sleep 1
+        rss=$(rss_kb "$pid")
+        stop
+        per=$(( (rss - base) / (n - 1 > 0 ? n - 1 : 1) ))
+        printf '| %s | %s | %s s | %s s | %d MB | %d KB |\n' "$(label "$bin")" "$n" \
+            "$took_health" "$took_last" $((rss / 1024)) "$per"
+    done
+done
+
+echo
+echo "## Load spread over K agents (c=50, ${seconds} s, 1 KiB POST; directory of $largest)"
+echo
+echo "| build | K | rps | × K=1 | p50 | p99 |"
+echo "|---|---|---|---|---|---|"
+declare -A one
+for k in $spreads; do
+    spread_lua "$k"
+    for bin in "${binaries[@]}"; do
+        start "$bin" "$(dir_of "$largest")"
+        # Warm-up: three seconds of the same load.
+        wrk -t2 -c50 -d3s -s "$work/spread.lua" "http://$http" >/dev/null
+        out=$(wrk -t2 -c50 -d"${seconds}s" --latency -s "$work/spread.lua" "http://$http")
+        stop
+        rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+        p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
+        p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+        errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" || true)
+        [ -n "$errors" ] && echo "K=$k: $errors" >&2
+        [ -z "${one[$bin]:-}" ] && one[$bin]="$rps"
+        printf '| %s | %s | %.0f | %s | %s | %s |\n' "$(label "$bin")" "$k" "$rps" \
+            "$(awk -v a="$rps" -v b="${one[$bin]}" 'BEGIN { printf "%.2f", a / b }')" "$p50" "$p99"
+    done
+done
