@@ -6,9 +6,10 @@
 # uniformly at random over the first K agents, for each K in MANY_SPREADS.
 # Also measures, for a directory of each size in MANY_DIRS: the start with
 # a warm compile cache (until /healthz answers, and until the last agent
-# answers), and the idle RSS per agent against a directory of one.
+# answers), and the idle RSS per agent against a directory of one; and
+# the RSS once each spread's load has run.
 #   MANY_SPREADS  default "1 10 100 1000 10000"
-#   MANY_DIRS     default "1000 10000"
+#   MANY_DIRS     default "1000 10000"; "" skips the start and memory table
 #   MANY_SECONDS  wrk run per spread, default 15
 #   WHARF_BEFORE  a `wharf` binary of the commit before a change: every
 #                 row is measured on both, alternating (one compile cache: it
@@ -20,7 +21,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; }
 spreads="${MANY_SPREADS:-1 10 100 1000 10000}"
-dirs="${MANY_DIRS:-1000 10000}"
+dirs="${MANY_DIRS-1000 10000}"
 seconds="${MANY_SECONDS:-15}"
 http="127.0.0.1:9031"
 
@@ -99,6 +100,7 @@ LUA
 
 label() { if [ "$1" = "${binaries[0]}" ]; then echo "this"; else echo "before"; fi; }
 
+if [ -n "$dirs" ]; then
 echo "## Start and idle memory (warm compile cache)"
 echo
 echo "| build | agents | /healthz after | last agent answers after | idle RSS | RSS per agent over one |"
@@ -124,11 +126,12 @@ for bin in "${binaries[@]}"; do
     done
 done
 
+fi
 echo
 echo "## Load spread over K agents (c=50, ${seconds} s, 1 KiB POST; directory of $largest)"
 echo
-echo "| build | K | rps | × K=1 | p50 | p99 |"
-echo "|---|---|---|---|---|---|"
+echo "| build | K | rps | × K=1 | p50 | p99 | RSS after |"
+echo "|---|---|---|---|---|---|---|"
 declare -A one
 for k in $spreads; do
     spread_lua "$k"
@@ -137,6 +140,7 @@ for k in $spreads; do
         # Warm-up: three seconds of the same load.
         wrk -t2 -c50 -d3s -s "$work/spread.lua" "http://$http" >/dev/null
         out=$(wrk -t2 -c50 -d"${seconds}s" --latency -s "$work/spread.lua" "http://$http")
+        rss=$(rss_kb "$pid")
         stop
         rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
         p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
@@ -144,7 +148,8 @@ for k in $spreads; do
         errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" || true)
         [ -n "$errors" ] && echo "K=$k: $errors" >&2
         [ -z "${one[$bin]:-}" ] && one[$bin]="$rps"
-        printf '| %s | %s | %.0f | %s | %s | %s |\n' "$(label "$bin")" "$k" "$rps" \
-            "$(awk -v a="$rps" -v b="${one[$bin]}" 'BEGIN { printf "%.2f", a / b }')" "$p50" "$p99"
+        printf '| %s | %s | %.0f | %s | %s | %s | %d MB |\n' "$(label "$bin")" "$k" "$rps" \
+            "$(awk -v a="$rps" -v b="${one[$bin]}" 'BEGIN { printf "%.2f", a / b }')" "$p50" "$p99" \
+            $((rss / 1024))
     done
 done

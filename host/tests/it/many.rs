@@ -5,8 +5,8 @@ use crate::common::*;
 use futures_util::StreamExt;
 use http::Method;
 
-/// Agents in the directory: the size the issue of many agents asks the
-/// test command to serve.
+/// Agents in the directory: the size docs/instances.md (Many agents)
+/// says the test command serves.
 const AGENTS: usize = 1000;
 
 /// Writes `count` distinct copies of `tenant` into `dir` as `t-000000.wasm`
