@@ -517,7 +517,8 @@ impl<E> Live<E> {
         self
     }
 
-    /// The time [`Live::for_load`] gives a load-time call.
+    /// The time each call on this instance is given: after
+    /// [`Live::for_load`], the load-time deadline.
     pub fn load_deadline(&self) -> Duration {
         self.limits.deadline
     }
