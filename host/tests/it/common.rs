@@ -297,12 +297,21 @@ pub async fn metric(server: &Server, sample: &str) -> f64 {
 }
 
 /// Polls `check` every 20 ms until it holds; panics after a minute.
-pub async fn wait_until<F, Fut>(what: &str, mut check: F)
+pub async fn wait_until<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    wait_until_within(what, Duration::from_secs(60), check).await;
+}
+
+/// [`wait_until`], panicking after `limit`.
+pub async fn wait_until_within<F, Fut>(what: &str, limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
     while !check().await {
         assert!(Instant::now() < deadline, "gave up waiting: {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -14,7 +14,7 @@ use wharf_tasks::{
 };
 
 use crate::cluster::free_port;
-use crate::common::wait_until;
+use crate::common::wait_until_within;
 
 /// A PostgreSQL server in a temporary directory, stopped on drop.
 pub struct Postgres {
@@ -72,7 +72,10 @@ async fn spawn(dir: &std::path::Path, url: &str) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("scripts/lib/postgres.sh runs");
-    wait_until("PostgreSQL accepts connections", || {
+    // initdb and a first start: on a busy 2-core machine (every test
+    // running at once) this has taken over a minute.
+    let limit = Duration::from_secs(180);
+    wait_until_within("PostgreSQL accepts connections", limit, || {
         let probe = url.to_string();
         async move {
             tokio::task::spawn_blocking(move || PgStore::open(options(&probe, "probe")).is_ok())
