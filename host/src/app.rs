@@ -87,10 +87,12 @@ pub enum StartError {
 }
 
 /// Engine settings that fit a configuration: pool slots sized for the
-/// largest memory limit any agent has.
+/// largest memory limit any agent has, and what freed slots keep resident
+/// within `server { idle-memory }`.
 pub fn engine_settings(config: &Config) -> EngineSettings {
     EngineSettings {
         max_memory: config.max_memory(),
+        idle_resident: usize::try_from(config.server.idle_memory).unwrap_or(usize::MAX),
         ..EngineSettings::default()
     }
 }
@@ -229,6 +231,10 @@ impl App {
         open_cache(&mut runtime, &config)?;
         // Compiling is CPU-bound and `describe()` runs guests synchronously:
         // both belong on a blocking thread, not an async worker.
+        let idle = runtime.idle_resident();
+        metrics.sample("wharf_pool_idle_resident_bytes", move || {
+            idle().map(|bytes| bytes as f64)
+        });
         let runtime = Arc::new(runtime);
         let (rt, cfg) = (runtime.clone(), config.clone());
         let loading = tokio::task::spawn_blocking(move || {

@@ -7,7 +7,7 @@
 # Also measures, for a directory of each size in MANY_DIRS: the start with
 # a warm compile cache (until /healthz answers, and until the last agent
 # answers), and the idle RSS per agent against a directory of one; and
-# the RSS once each spread's load has run.
+# the RSS and what freed pool slots keep once each spread's load has run.
 #   MANY_SPREADS  default "1 10 100 1000 10000"
 #   MANY_DIRS     default "1000 10000"; "" skips the start and memory table
 #   MANY_SECONDS  wrk run per spread, default 15
@@ -19,6 +19,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
+source scripts/lib/serve.sh
 command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; }
 spreads="${MANY_SPREADS:-1 10 100 1000 10000}"
 dirs="${MANY_DIRS-1000 10000}"
@@ -82,20 +83,19 @@ stop() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
 
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
-head -c 1024 /dev/zero | tr '\0' 'x' > "$work/body"
+# spread_lua K: $work/post.lua POSTs 1 KiB to one of the first K agents,
+# uniformly at random.
 spread_lua() {
-    cat > "$work/spread.lua" <<LUA
-wrk.method = "POST"
-local f = io.open("$work/body", "rb")
-wrk.body = f:read("*a")
-f:close()
-local threads = 0
-function setup(thread) threads = threads + 1; thread:set("seed", threads) end
-function init() math.randomseed(seed * 7919) end
-function request()
-    return wrk.format(nil, string.format("/agents/t-%06d/", math.random(0, $1 - 1)))
-end
-LUA
+    wrk_post 'local threads = 0' \
+        'function setup(thread) threads = threads + 1; thread:set("seed", threads) end' \
+        'function init() math.randomseed(seed * 7919) end' \
+        "function request() return wrk.format(nil, string.format(\"/agents/t-%06d/\", math.random(0, $1 - 1))) end"
+}
+
+# kept_mb: what freed pool slots keep resident now (`—` on a build without
+# the gauge).
+kept_mb() {
+    curl -fsS "http://$http/metrics" | awk '$1 == "wharf_pool_idle_resident_bytes" { printf "%d MB", $2 / 1048576; found = 1 } END { if (!found) printf "—" }'
 }
 
 label() { if [ "$1" = "${binaries[0]}" ]; then echo "this"; else echo "before"; fi; }
@@ -130,17 +130,18 @@ fi
 echo
 echo "## Load spread over K agents (c=50, ${seconds} s, 1 KiB POST; directory of $largest)"
 echo
-echo "| build | K | rps | × K=1 | p50 | p99 | RSS after |"
-echo "|---|---|---|---|---|---|---|"
+echo "| build | K | rps | × K=1 | p50 | p99 | RSS after | kept by freed slots |"
+echo "|---|---|---|---|---|---|---|---|"
 declare -A one
 for k in $spreads; do
     spread_lua "$k"
     for bin in "${binaries[@]}"; do
         start "$bin" "$(dir_of "$largest")"
         # Warm-up: three seconds of the same load.
-        wrk -t2 -c50 -d3s -s "$work/spread.lua" "http://$http" >/dev/null
-        out=$(wrk -t2 -c50 -d"${seconds}s" --latency -s "$work/spread.lua" "http://$http")
+        wrk -t2 -c50 -d3s -s "$work/post.lua" "http://$http" >/dev/null
+        out=$(wrk -t2 -c50 -d"${seconds}s" --latency -s "$work/post.lua" "http://$http")
         rss=$(rss_kb "$pid")
+        kept=$(kept_mb)
         stop
         rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
         p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
@@ -148,8 +149,8 @@ for k in $spreads; do
         errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" || true)
         [ -n "$errors" ] && echo "K=$k: $errors" >&2
         [ -z "${one[$bin]:-}" ] && one[$bin]="$rps"
-        printf '| %s | %s | %.0f | %s | %s | %s | %d MB |\n' "$(label "$bin")" "$k" "$rps" \
+        printf '| %s | %s | %.0f | %s | %s | %s | %d MB | %s |\n' "$(label "$bin")" "$k" "$rps" \
             "$(awk -v a="$rps" -v b="${one[$bin]}" 'BEGIN { printf "%.2f", a / b }')" "$p50" "$p99" \
-            $((rss / 1024))
+            $((rss / 1024)) "$kept"
     done
 done

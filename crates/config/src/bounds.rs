@@ -52,6 +52,7 @@ const SIZES: &[(&str, u64, u64)] = &[
     ("queue-bytes", KIB, GIB),
     ("max-payload", 1, GIB),
     ("component-size", KIB, GIB),
+    ("idle-memory", 0, 64 * GIB),
     ("max-frame", 64, GIB),
     // hyper needs at least 8 KiB to read a request head.
     ("max-head", 8 * KIB, MIB),

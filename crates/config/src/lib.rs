@@ -184,6 +184,10 @@ pub struct Server {
     pub streams: Option<usize>,
     /// Of those, the most one client address may hold.
     pub streams_per_client: usize,
+    /// What freed instance slots may keep resident in all, in bytes, so
+    /// that the next instance of the same component reuses its pages
+    /// instead of faulting them in again (fixed at start).
+    pub idle_memory: u64,
 }
 
 impl Server {
@@ -208,6 +212,7 @@ impl Default for Server {
             component_size: 64 << 20,
             streams: None,
             streams_per_client: 32,
+            idle_memory: 512 << 20,
         }
     }
 }

@@ -62,6 +62,7 @@ const SERVER: &[&str] = &[
     "component-size",
     "streams",
     "streams-per-client",
+    "idle-memory",
 ];
 const AGENT: &[&str] = &[
     "card",
@@ -326,6 +327,7 @@ impl Walker {
                 "component-size" => set(&mut s.component_size, self.size(child)),
                 "streams" => s.streams = self.count(child).or(s.streams),
                 "streams-per-client" => set(&mut s.streams_per_client, self.count(child)),
+                "idle-memory" => set(&mut s.idle_memory, self.size(child)),
                 _ => self.unknown(child, "in `server`", SERVER),
             }
         }

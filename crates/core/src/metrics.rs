@@ -2,7 +2,7 @@
 //! global, so several can run side by side), and per-agent handles
 //! registered once at load time so the hot path only touches atomics.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Metadata, Recorder};
@@ -83,7 +83,12 @@ pub struct Metrics {
     unnamed: Arc<Answers>,
     /// Samples the process's own figures (CPU, RSS, fds) at each render.
     process: Arc<metrics_process::Collector>,
+    /// Gauges read from elsewhere at each render.
+    sampled: Arc<Mutex<Vec<Sampled>>>,
 }
+
+/// A gauge and what reads its value.
+type Sampled = (Gauge, Box<dyn Fn() -> Option<f64> + Send + Sync>);
 
 impl Metrics {
     /// A registry with no series yet, every family in [`catalog`] described.
@@ -110,13 +115,38 @@ impl Metrics {
             recorder,
             handle,
             process: Arc::new(process),
+            sampled: Arc::default(),
         }
     }
 
     /// Prometheus text exposition format, the process figures sampled now.
     pub fn render(&self) -> String {
         metrics::with_local_recorder(&*self.recorder, || self.process.collect());
+        for (gauge, read) in self
+            .sampled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            if let Some(value) = read() {
+                gauge.set(value);
+            }
+        }
         self.handle.render()
+    }
+
+    /// Sets the gauge `name` (no labels) from `read` at each render; a
+    /// `None` leaves it as it was.
+    pub fn sample(
+        &self,
+        name: &'static str,
+        read: impl Fn() -> Option<f64> + Send + Sync + 'static,
+    ) {
+        let gauge = gauge(&self.recorder, name, Vec::new());
+        self.sampled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((gauge, Box::new(read)));
     }
 
     /// `wharf_build_info{version,commit} 1`.

@@ -150,8 +150,8 @@ pub(super) fn load_one(
             let phases = image
                 .instantiate()
                 .and_then(|live| {
-                    let mut live = live.for_load();
-                    watched(live.load_deadline(), move || live.phases())
+                    let (mut live, deadline) = live.for_load();
+                    watched(deadline, move || live.phases())
                 })
                 .map_err(|e| format!("phases() failed: {e}"))?;
             if phases.is_empty() {
@@ -181,8 +181,8 @@ pub(super) fn load_one(
             let card = image
                 .instantiate()
                 .and_then(|live| {
-                    let mut live = live.for_load();
-                    watched(live.load_deadline(), move || live.describe())
+                    let (mut live, deadline) = live.for_load();
+                    watched(deadline, move || live.describe())
                 })
                 .map_err(|e| format!("describe() failed: {e}"))?;
             if image.serves_a2a() {

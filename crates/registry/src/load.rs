@@ -426,7 +426,10 @@ impl Scan<'_> {
 }
 
 /// Runs `load` over `items` on up to one thread per core, returning the
-/// results in the items' order.
+/// results in the items' order. Threads of its own rather than rayon's
+/// global pool: wasmtime compiles on that pool, whose threads run at the
+/// lowered compile priority (`wharf_runtime::compile_in_background`), and
+/// the loads themselves (cached code, `describe()`) should not.
 fn load_parallel<T: Sync, R: Send>(items: &[T], load: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())

@@ -510,17 +510,13 @@ impl<E> Live<E> {
     /// (`describe`, `phases`). That first call runs beside compiles and
     /// pays one-off costs (the first touch of a large memory image) that a
     /// request's deadline does not budget; a guest that hangs is still
-    /// refused, only later.
-    pub fn for_load(mut self) -> Self {
+    /// refused, only later. Returns the instance and the time each of its
+    /// calls is now given.
+    pub fn for_load(mut self) -> (Self, Duration) {
         self.limits.deadline = self.limits.deadline.max(LOAD_DEADLINE);
         self.fresh = false;
-        self
-    }
-
-    /// The time each call on this instance is given: after
-    /// [`Live::for_load`], the load-time deadline.
-    pub fn load_deadline(&self) -> Duration {
-        self.limits.deadline
+        let deadline = self.limits.deadline;
+        (self, deadline)
     }
 
     pub(super) fn arm_deadline(&mut self) {

@@ -40,9 +40,13 @@ pub struct EngineSettings {
     pub max_memory: u64,
     /// Instances that may be live at once (pool capacity).
     pub max_instances: u32,
-    /// Bytes of each linear memory reset with `memset` instead of being
-    /// returned to the kernel when a pool slot is freed.
+    /// Dirty bytes of each linear memory reset in place instead of being
+    /// returned to the kernel when a pool slot is freed, at most.
     pub keep_resident: usize,
+    /// What all freed slots may keep resident together: each memory slot
+    /// keeps at most its share of this, so traffic that dirties every
+    /// slot cannot hold more than this idle.
+    pub idle_resident: usize,
     /// Reset only the pages a guest dirtied (Linux 6.7+ `PAGEMAP_SCAN`),
     /// when the kernel supports it.
     pub pagemap_scan: bool,
@@ -56,6 +60,7 @@ impl Default for EngineSettings {
             max_memory: 64 << 20,
             max_instances: 1000,
             keep_resident: 1 << 20,
+            idle_resident: 512 << 20,
             pagemap_scan: true,
         }
     }
@@ -90,29 +95,64 @@ fn base_config(settings: &EngineSettings) -> Config {
     config
 }
 
+/// The most a freed table slot keeps resident.
+const TABLE_KEEP: usize = 64 << 10;
+
+/// What each freed memory and table slot may keep resident, given how many
+/// there are: at most `keep_resident` per memory and [`TABLE_KEEP`] per
+/// table, and in all at most `idle_resident`, seven eighths of it for
+/// memories and one eighth for tables, in whole 4 KiB pages. The pool
+/// keeps a slot's first dirty pages up to its share (the rest go back to
+/// the kernel), so this bounds what traffic can leave resident however many
+/// slots it dirties.
+pub(crate) fn keep_per_slot(
+    settings: &EngineSettings,
+    memories: u32,
+    tables: u32,
+) -> (usize, usize) {
+    const PAGE: usize = 4 << 10;
+    let share = |budget: usize, slots: u32, most: usize| {
+        (budget / (slots.max(1) as usize)).min(most) / PAGE * PAGE
+    };
+    let for_tables = settings.idle_resident / 8;
+    (
+        share(
+            settings.idle_resident - for_tables,
+            memories,
+            settings.keep_resident,
+        ),
+        share(for_tables, tables, TABLE_KEEP),
+    )
+}
+
 fn pool(settings: &EngineSettings) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::default();
     let instances = settings.max_instances;
+    let (memories, tables) = (instances * 2, instances * 4);
     pool.total_component_instances(instances);
     // Rust and C guests have 1–2 core instances and one memory; interpreted
     // languages (componentize-py, componentize-js) have more.
     pool.total_core_instances(instances * 4);
-    pool.total_memories(instances * 2);
+    pool.total_memories(memories);
     // Module affinity for every slot: a freed slot stays tied to the
     // component it held, and a later instance of that component takes it
     // back with its memory image still mapped. wasmtime's default keeps
     // only 100 unused slots warm, so traffic spread over more agents than
     // that remapped an image and faulted it in on almost every request.
-    pool.max_unused_warm_slots(instances * 2);
-    pool.total_tables(instances * 4);
+    // Every slot can then be left dirty; `keep_per_slot` bounds what they
+    // keep in all.
+    pool.max_unused_warm_slots(memories);
+    pool.total_tables(tables);
     // Async calls run on fiber stacks taken from the pool.
     pool.total_stacks(instances);
     pool.max_memory_size(usize::try_from(settings.max_memory).unwrap_or(usize::MAX));
-    // Keep the first pages of a slot resident between uses: zeroing them is
-    // cheaper than returning them to the kernel and faulting them back in,
-    // and with PAGEMAP_SCAN only the pages a guest dirtied are zeroed.
-    pool.linear_memory_keep_resident(settings.keep_resident);
-    pool.table_keep_resident(settings.keep_resident.min(64 << 10));
+    // Keep a slot's pages resident between uses: resetting them in place is
+    // cheaper than returning them to the kernel and faulting them back in.
+    // With PAGEMAP_SCAN the first dirty pages up to the share are kept,
+    // wherever they are; without it, the first bytes of the memory.
+    let (memory_keep, table_keep) = keep_per_slot(settings, memories, tables);
+    pool.linear_memory_keep_resident(memory_keep);
+    pool.table_keep_resident(table_keep);
     pool.pagemap_scan(if settings.pagemap_scan {
         Enabled::Auto
     } else {
@@ -121,7 +161,6 @@ fn pool(settings: &EngineSettings) -> PoolingAllocationConfig {
     pool
 }
 
-/// Starts the one ticker thread for `engine`; it stops when the engine is dropped.
 /// The priority of compile and reload threads, on the `thread-priority`
 /// crate's 0–99 scale, which it maps onto niceness 19 … -20: 22 is
 /// niceness 10. Under CFS a nice-10 thread gets about a tenth of a core
@@ -154,6 +193,7 @@ pub fn background_priority() {
     }
 }
 
+/// Starts the one ticker thread for `engine`; it stops when the engine is dropped.
 pub fn start_ticker(engine: &Engine) {
     let weak = engine.weak();
     let spawned = thread::Builder::new()
@@ -183,5 +223,25 @@ mod tests {
         };
         let (_, allocation) = build(&settings).unwrap();
         assert_eq!(allocation, Allocation::OnDemand);
+    }
+
+    #[test]
+    fn what_freed_slots_keep_stays_within_the_idle_budget() {
+        let defaults = EngineSettings::default();
+        let (memories, tables) = (2000, 4000);
+        let (memory, table) = keep_per_slot(&defaults, memories, tables);
+        // 448 MiB over 2,000 memories (57 pages each), 64 MiB over 4,000 tables.
+        assert_eq!((memory, table), (233_472, 16_384));
+        let total = memory * memories as usize + table * tables as usize;
+        assert!(total <= defaults.idle_resident, "{total}");
+        // Few slots: each keeps its most, never more.
+        let few = keep_per_slot(&defaults, 128, 256);
+        assert_eq!(few, (1 << 20, TABLE_KEEP));
+        // No budget: nothing kept (every freed page goes back to the kernel).
+        let none = EngineSettings {
+            idle_resident: 0,
+            ..defaults
+        };
+        assert_eq!(keep_per_slot(&none, memories, tables), (0, 0));
     }
 }

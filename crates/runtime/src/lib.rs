@@ -192,6 +192,17 @@ impl Runtime {
         self.allocation
     }
 
+    /// What reads the bytes freed pool slots (memories and tables) keep
+    /// resident now for their next instance: `None` on the on-demand
+    /// allocator or once the engine is gone (it does not keep it alive).
+    pub fn idle_resident(&self) -> impl Fn() -> Option<usize> + Send + Sync + 'static {
+        let engine = self.engine.weak();
+        move || {
+            let pool = engine.upgrade()?.pooling_allocator_metrics()?;
+            Some(pool.unused_memory_bytes_resident() + pool.unused_table_bytes_resident())
+        }
+    }
+
     /// Keeps compiled components in `dir` from now on. Fails when the
     /// directory cannot be created or made private.
     pub fn use_cache(&mut self, dir: &std::path::Path) -> std::io::Result<()> {

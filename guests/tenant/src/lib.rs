@@ -3,7 +3,9 @@
 //! marker, `wharf-tenant:` and twelve digits, that those copies rewrite, so
 //! every copy is a distinct component (its own digest, compile and memory
 //! image) that names itself: it answers 200 with `x-tenant: <digits>` and
-//! the request body.
+//! the request body. A body of `dirty` first writes to 900 KiB of its
+//! stack, the most a request can leave for its pool slot to reset (the
+//! idle-memory test).
 
 use wharf_guest::{Card, Error, Health, Request, Response, Skill, headers_with};
 
@@ -16,10 +18,23 @@ fn tenant() -> String {
     String::from_utf8_lossy(&marker[13..]).into_owned()
 }
 
+/// Writes one byte in every 4 KiB page of a 900 KiB stack buffer.
+#[inline(never)]
+fn dirty_stack() {
+    let mut pages = [0u8; 900 << 10];
+    for page in pages.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    std::hint::black_box(&mut pages);
+}
+
 struct Tenant;
 
 impl wharf_guest::Guest for Tenant {
     fn handle(req: Request) -> Result<Response, Error> {
+        if req.body == b"dirty" {
+            dirty_stack();
+        }
         let id = tenant();
         let headers = headers_with(&[], &[("x-tenant", id.as_str())])
             .map_err(|e| Error::Internal(e.into()))?;

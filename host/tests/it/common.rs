@@ -162,8 +162,10 @@ impl Server {
             config.tasks.path = Some(dir.path().join("tasks.db"));
             dir
         });
+        let fitted = wharf::app::engine_settings(&config);
         let engine = EngineSettings {
-            max_memory: wharf::app::engine_settings(&config).max_memory,
+            max_memory: fitted.max_memory,
+            idle_resident: fitted.idle_resident,
             ..test_engine()
         };
         let mut app = App::start(config, engine).await.expect("server starts");

@@ -149,7 +149,8 @@ fn place(key: &str, value: &str) -> String {
             format!("limits {{ {key} {v} }}")
         }
         "connections" | "header-timeout" | "request-timeout" | "shutdown-grace"
-        | "component-size" | "max-head" | "streams" | "streams-per-client" | "write-timeout" => {
+        | "component-size" | "max-head" | "streams" | "streams-per-client" | "write-timeout"
+        | "idle-memory" => {
             format!("server {{ {key} {v} }}")
         }
         "in-flight" | "max-frame" | "frame-timeout" => {

@@ -70,6 +70,12 @@ pub const FAMILIES: &[Family] = &[
         "Long-lived answers (server-sent events, streamed bodies) open now, within the host's stream budget.",
     ),
     family(
+        "wharf_pool_idle_resident_bytes",
+        G,
+        &[],
+        "Bytes that freed instance slots keep resident for their next instance (at most server idle-memory), sampled at each scrape.",
+    ),
+    family(
         "wharf_requests_total",
         C,
         &["agent", "stage", "status"],
