@@ -3,8 +3,11 @@
 //! a directory Wharf owns (never the agents directory).
 //!
 //! Loading native code is trusted: a file is only used when it carries
-//! Wharf's header and its own SHA-256 matches, and it is deserialized from
+//! Wharf's header and its own checksum matches, and it is deserialized from
 //! memory after that check (no mapping of a file that could change later).
+//! The checksum (XXH3-128) catches a damaged or truncated file; it is not
+//! a defence against someone who can write the directory (they could
+//! write a matching sum too), which is why the directory is private.
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -15,8 +18,17 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 8] = b"WHARFC1\n";
-const SUM: usize = 32;
+/// The header of an entry: the format, then its checksum.
+const MAGIC: &[u8; 8] = b"WHARFC2\n";
+/// The header of the earlier format (a SHA-256 checksum): a miss, quietly
+/// replaced, since checking it would cost a start four times the time.
+const EARLIER: &[u8; 8] = b"WHARFC1\n";
+/// XXH3-128, little-endian.
+const SUM: usize = 16;
+
+fn checksum(payload: &[u8]) -> [u8; SUM] {
+    xxhash_rust::xxh3::xxh3_128(payload).to_le_bytes()
+}
 
 /// How a compile went through the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,11 +153,15 @@ impl ArtifactCache {
     fn load(&self, engine: &Engine, path: &Path) -> Option<Component> {
         // A missing entry is the ordinary miss.
         let data = std::fs::read(path).ok()?;
+        if data.starts_with(EARLIER) {
+            tracing::debug!(path = %path.display(), "compiled code in an earlier format; compiling again");
+            return None;
+        }
         let payload = data
             .strip_prefix(MAGIC)
             .filter(|rest| rest.len() > SUM)
             .map(|rest| rest.split_at(SUM))
-            .filter(|(sum, payload)| Sha256::digest(payload).as_slice() == *sum)
+            .filter(|(sum, payload)| checksum(payload) == **sum)
             .map(|(_, payload)| payload);
         // SAFETY: the payload was written by `store` below into a directory
         // private to this user, and its checksum matches, so it is exactly
@@ -171,7 +187,7 @@ impl ArtifactCache {
         let tmp = path.with_extension(format!("tmp.{}.{n}", std::process::id()));
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(MAGIC)?;
-        file.write_all(&Sha256::digest(&payload))?;
+        file.write_all(&checksum(&payload))?;
         file.write_all(&payload)?;
         file.sync_all()?;
         drop(file);

@@ -25,6 +25,14 @@ fn load_with_cache(agents: &std::path::Path, cache: &std::path::Path) -> Runtime
     runtime
 }
 
+/// A task store of the test's own: `App::start` opens it before the cache,
+/// and two tests on the default path would find it in use.
+fn own_task_store(cfg: &mut wharf::config::Config) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    cfg.tasks.path = Some(home.path().join("tasks.db"));
+    home
+}
+
 fn entries(cache: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(cache)
         .unwrap()
@@ -109,12 +117,40 @@ fn a_damaged_entry_is_discarded_and_rebuilt() {
     assert_eq!(entries(cache.path()), files, "rebuilt under the same names");
 }
 
+#[test]
+fn an_entry_in_the_earlier_format_is_compiled_again_and_replaced() {
+    let agents = agents_dir(&NAMES);
+    let cache = tempfile::tempdir().unwrap();
+    load_with_cache(agents.path(), cache.path());
+    let files = entries(cache.path());
+    // The earlier header (and its 32-byte SHA-256) before the same code:
+    // not trusted under the new one, not counted as damaged either.
+    let data = std::fs::read(&files[0]).unwrap();
+    let mut earlier = b"WHARFC1\n".to_vec();
+    earlier.extend_from_slice(&[0; 32]);
+    earlier.extend_from_slice(&data[8 + 16..]);
+    std::fs::write(&files[0], &earlier).unwrap();
+
+    let runtime = load_with_cache(agents.path(), cache.path());
+    let stats = &runtime.cache().unwrap().stats;
+    assert_eq!(stats.rejected.load(Ordering::Relaxed), 0);
+    assert_eq!(stats.stores.load(Ordering::Relaxed), 1);
+    assert_eq!(stats.hits.load(Ordering::Relaxed), 2);
+    assert_eq!(
+        std::fs::read(&files[0]).unwrap(),
+        data,
+        "replaced in the new format"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cache_inside_the_agents_directory_is_refused() {
     let agents = agents_dir(&["echo"]);
     let mut cfg = config(agents.path(), "");
     cfg.cache = Cache::Dir(agents.path().join("compiled"));
+    let home = own_task_store(&mut cfg);
     let err = App::start(cfg, test_engine()).await.err().expect("refused");
+    drop(home);
     assert!(matches!(err, StartError::Cache(_)), "{err}");
     assert!(
         err.to_string().contains("inside the agents directory"),
@@ -131,7 +167,9 @@ async fn a_configured_cache_that_cannot_be_created_stops_the_start_with_its_reas
     std::fs::write(&file, b"not a directory").unwrap();
     let mut cfg = config(agents.path(), "");
     cfg.cache = Cache::Dir(file.join("cache"));
+    let home = own_task_store(&mut cfg);
     let err = App::start(cfg, test_engine()).await.err().expect("refused");
+    drop(home);
     assert!(matches!(err, StartError::Cache(_)), "{err}");
     let text = err.to_string();
     assert!(text.contains("cannot use the cache directory"), "{text}");
