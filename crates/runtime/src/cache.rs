@@ -20,8 +20,8 @@ use wasmtime::component::Component;
 
 /// The header of an entry: the format, then its checksum.
 const MAGIC: &[u8; 8] = b"WHARFC2\n";
-/// The header of the earlier format (a SHA-256 checksum): a miss, quietly
-/// replaced, since checking it would cost a start four times the time.
+/// The header of the earlier format (a SHA-256 checksum): taken as a miss,
+/// compiled again and replaced, so no start keeps paying the slower check.
 const EARLIER: &[u8; 8] = b"WHARFC1\n";
 /// XXH3-128, little-endian.
 const SUM: usize = 16;
