@@ -4,8 +4,8 @@
 //! every copy is a distinct component (its own digest, compile and memory
 //! image) that names itself: it answers 200 with `x-tenant: <digits>` and
 //! the request body. A body of `dirty` first writes to 900 KiB of its
-//! stack, the most a request can leave for its pool slot to reset (the
-//! idle-memory test).
+//! stack, so that its pool slot is freed with most of its first megabyte
+//! dirty (the idle-memory test).
 
 use wharf_guest::{Card, Error, Health, Request, Response, Skill, headers_with};
 
