@@ -11,11 +11,11 @@ use tokio::net::TcpListener;
 use wharf_tasks::{PgOptions, PgStore, SqliteStore, TaskStore};
 
 use crate::a2a::{A2a, Push};
-use crate::config::{Cache, Config};
+use crate::config::{Cache, Config, Load};
 use crate::filter::AuditLog;
 use crate::metrics::Metrics;
 use crate::pipeline::Pipeline;
-use crate::registry::load_dir_reporting;
+use crate::registry::{load_dir_reporting, load_filters_first};
 use crate::reload::{ConfigSource, ReloadHandle, Reloader};
 use crate::runtime::{EngineSettings, Runtime};
 use crate::transport::slots::Slots;
@@ -238,6 +238,10 @@ impl App {
         let runtime = Arc::new(runtime);
         let (rt, cfg) = (runtime.clone(), config.clone());
         let loading = tokio::task::spawn_blocking(move || {
+            if cfg.server.load == Load::WhileServing {
+                // The agents are loaded once serving (the reloader's first job).
+                return load_filters_first(&rt, &cfg, &cfg.agents_dir);
+            }
             let progress = crate::startup::LoadProgress::new();
             let loaded = load_dir_reporting(&rt, &cfg, &cfg.agents_dir, &|p| progress.loaded(p));
             progress.finish();
@@ -251,6 +255,7 @@ impl App {
             agents = snapshot.agents.len(),
             filters = snapshot.filters.len(),
             refused = snapshot.refused.len(),
+            pending = snapshot.pending.len(),
             dir = %config.agents_dir.display(),
             "agents loaded"
         );
@@ -282,6 +287,7 @@ impl App {
         };
         let a2a_default = config.a2a.default_agent.clone();
         if let Some(name) = &a2a_default
+            && !pipeline.registry().is_pending(name)
             && !pipeline
                 .lookup(name)
                 .is_some_and(|r| r.core.entry.image.serves_a2a())

@@ -99,6 +99,8 @@ pub struct Ready {
     pub filters: Vec<String>,
     /// Components refused, with the reason.
     pub refused: Vec<String>,
+    /// Components and pipelines still loading (`load "while-serving"`).
+    pub loading: usize,
 }
 
 impl Ready {
@@ -124,6 +126,7 @@ impl Ready {
             pipelines: snapshot.compositions.keys().cloned().collect(),
             filters: snapshot.filters.keys().cloned().collect(),
             refused: snapshot.refused.iter().map(|r| r.to_string()).collect(),
+            loading: snapshot.pending.len(),
         }
     }
 }
@@ -145,7 +148,13 @@ impl fmt::Display for Ready {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let url = &self.url;
         writeln!(f, "Wharf {} is serving on {url}", crate::VERSION)?;
-        if self.agents.is_empty() && self.pipelines.is_empty() {
+        if self.loading > 0 {
+            writeln!(
+                f,
+                "  loading {} agents and pipelines while serving (a request for one waits for it; each is in the log once loaded)",
+                self.loading
+            )?;
+        } else if self.agents.is_empty() && self.pipelines.is_empty() {
             writeln!(
                 f,
                 "  no agents: put .wasm components in the agents directory"
@@ -198,6 +207,7 @@ mod tests {
             pipelines: Vec::new(),
             filters: vec!["auth".into()],
             refused: Vec::new(),
+            loading: 0,
         };
         let text = ready(LISTED).to_string();
         assert_eq!(text.matches("  agent ").count(), LISTED);

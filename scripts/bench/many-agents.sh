@@ -5,8 +5,11 @@
 # default settings (fresh instances), 1 KiB POSTs from wrk at c=50 spread
 # uniformly at random over the first K agents, for each K in MANY_SPREADS.
 # Also measures, for a directory of each size in MANY_DIRS: the start with
-# a warm compile cache (until /healthz answers, and until the last agent
-# answers), and the idle RSS per agent against a directory of one; and
+# a warm compile cache (until /healthz answers, until the last agent
+# answers, and until every agent is loaded), loading before serving and,
+# on this build, while serving (`server { load "while-serving" }`, the
+# last agent asked for first), and the idle RSS per agent against a
+# directory of one; and
 # the RSS and what freed pool slots keep once each spread's load has run.
 #   MANY_SPREADS  default "1 10 100 1000 10000"
 #   MANY_DIRS     default "1000 10000"; "" skips the start and memory table
@@ -51,10 +54,10 @@ dir_of() {
     echo "$d"
 }
 
-# start BIN DIR: serves DIR with BIN; sets $pid and $took_health (seconds
-# until /healthz answered).
+# start BIN DIR [LOAD]: serves DIR with BIN (and `server { load LOAD }`
+# when given); sets $pid and $took_health (seconds until /healthz answered).
 start() {
-    local bin="$1" dir="$2" cache
+    local bin="$1" dir="$2" load="${3:-}" cache
     cache="$keep/cache"
     cat > "$work/wharf.kdl" <<KDL
 listen "$http"
@@ -63,6 +66,8 @@ cache "$cache"
 tasks { path "$work/tasks.db"; }
 audit #false
 KDL
+    [ -n "$load" ] && echo "server { load \"$load\"; }" >> "$work/wharf.kdl"
+
     rm -f "$work"/tasks.db*
     local began
     began=$(date +%s.%N)
@@ -100,11 +105,20 @@ kept_mb() {
 
 label() { if [ "$1" = "${binaries[0]}" ]; then echo "this"; else echo "before"; fi; }
 
+# pending: agents still loading (0 on a build without the gauge).
+pending() {
+    curl -fsS "http://$http/metrics" | awk '$1 == "wharf_agents_pending" { n = $2 } END { print n + 0 }'
+}
+
+# loads BIN: the load settings to measure BIN with (the build before may
+# not know `load`).
+loads() { if [ "$1" = "${binaries[0]}" ]; then echo "before-serving while-serving"; else echo "-"; fi; }
+
 if [ -n "$dirs" ]; then
 echo "## Start and idle memory (warm compile cache)"
 echo
-echo "| build | agents | /healthz after | last agent answers after | idle RSS | RSS per agent over one |"
-echo "|---|---|---|---|---|---|"
+echo "| build | load | agents | /healthz after | last agent answers after | all loaded after | idle RSS | RSS per agent over one |"
+echo "|---|---|---|---|---|---|---|---|"
 for bin in "${binaries[@]}"; do
     start "$bin" "$(dir_of 1)"
     sleep 1
@@ -113,16 +127,22 @@ for bin in "${binaries[@]}"; do
     for n in $dirs; do
         start "$bin" "$(dir_of "$n")"   # fills the cache on a first run
         stop
-        start "$bin" "$(dir_of "$n")"
-        last=$(printf 't-%06d' $((n - 1)))
-        until curl -fsS -o /dev/null -X POST -d x "http://$http/agents/$last/"; do sleep 0.02; done
-        took_last=$(since "$start_began")
-        sleep 1
-        rss=$(rss_kb "$pid")
-        stop
-        per=$(( (rss - base) / (n - 1 > 0 ? n - 1 : 1) ))
-        printf '| %s | %s | %s s | %s s | %d MB | %d KB |\n' "$(label "$bin")" "$n" \
-            "$took_health" "$took_last" $((rss / 1024)) "$per"
+        for load in $(loads "$bin"); do
+            [ "$load" = "-" ] && load=""
+            start "$bin" "$(dir_of "$n")" "$load"
+            last=$(printf 't-%06d' $((n - 1)))
+            until curl -fsS -o /dev/null -X POST -d x "http://$http/agents/$last/"; do sleep 0.02; done
+            took_last=$(since "$start_began")
+            until [ "$(pending)" = 0 ]; do sleep 0.02; done
+            took_all=$(since "$start_began")
+            sleep 1
+            rss=$(rss_kb "$pid")
+            stop
+            per=$(( (rss - base) / (n - 1 > 0 ? n - 1 : 1) ))
+            printf '| %s | %s | %s | %s s | %s s | %s s | %d MB | %d KB |\n' "$(label "$bin")" \
+                "${load:-before-serving}" "$n" "$took_health" "$took_last" "$took_all" \
+                $((rss / 1024)) "$per"
+        done
     done
 done
 

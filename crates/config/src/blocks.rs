@@ -8,7 +8,7 @@ use kdl::KdlNode;
 
 use super::diag::Problem;
 use super::walker::{Walker, clamp_u32, set};
-use super::{Affinity, AffinitySource, Breaker, Health, Instances, Mode, RateKey, RateLimit};
+use super::{Affinity, AffinitySource, Breaker, Health, Instances, Load, Mode, RateKey, RateLimit};
 
 pub(super) const INSTANCES: &[&str] = &["mode", "max", "max-uses", "max-memory", "queue", "ahead"];
 pub(super) const HEALTH: &[&str] = &["interval", "unhealthy-after"];
@@ -44,6 +44,21 @@ impl Walker {
                 self.problems.push(
                     Problem::new(span, format!("unknown instance mode `{text}`"))
                         .help("use \"fresh\" (a new instance per request) or \"warm\" (a pool)"),
+                );
+                None
+            }
+        }
+    }
+
+    pub(super) fn load(&mut self, node: &KdlNode) -> Option<Load> {
+        let (text, span) = self.string(node)?;
+        match text.as_str() {
+            "before-serving" => Some(Load::BeforeServing),
+            "while-serving" => Some(Load::WhileServing),
+            _ => {
+                self.problems.push(
+                    Problem::new(span, format!("unknown load `{text}`"))
+                        .help("use \"before-serving\" (every component before the first request) or \"while-serving\" (filters first, agents while serving)"),
                 );
                 None
             }

@@ -188,6 +188,23 @@ pub struct Server {
     /// that the next instance of the same component reuses its pages
     /// instead of faulting them in again (fixed at start).
     pub idle_memory: u64,
+    /// When the agents directory is loaded: all of it before listening,
+    /// or its filters first and its agents while serving.
+    pub load: Load,
+}
+
+/// `server { load }`: when a start loads the agents directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Load {
+    /// Every component before the first request is taken (the default):
+    /// what is served, and what was refused, is known once Wharf says it
+    /// is ready.
+    #[default]
+    BeforeServing,
+    /// The filters that chains name before the first request; the agents
+    /// after, on every core, while serving. A request for an agent not
+    /// loaded yet waits for it (which is loaded next), never a 404.
+    WhileServing,
 }
 
 impl Server {
@@ -213,6 +230,7 @@ impl Default for Server {
             streams: None,
             streams_per_client: 32,
             idle_memory: 512 << 20,
+            load: Load::BeforeServing,
         }
     }
 }

@@ -30,7 +30,7 @@ use wharf_core::time::now_rfc3339;
 use wharf_core::trace::{Attribute, Kind, Span, Trace, Tracer};
 use wharf_filters::audit::AuditRecord;
 use wharf_filters::{AuditLog, ChainRun, Chains, FilterFailure, Flow};
-use wharf_registry::{Registry, Snapshot};
+use wharf_registry::{Registry, Snapshot, Wanted};
 use wharf_routing::{AgentRoute, RouteError, Routes, error_status};
 
 /// Why the pipeline did not produce a response.
@@ -240,6 +240,12 @@ pub struct Pipeline {
     streams: Arc<wharf_core::streams::Streams>,
     /// Where spans start, when the host exports traces.
     tracer: std::sync::OnceLock<Tracer>,
+    /// Told of every publish: requests waiting for a pending agent.
+    published: tokio::sync::watch::Sender<()>,
+    /// The pending agents those requests wait for, loaded first.
+    wanted: Arc<Wanted>,
+    /// `wharf_agents_pending`.
+    pending: metrics::Gauge,
 }
 
 impl Pipeline {
@@ -255,6 +261,9 @@ impl Pipeline {
             .config
             .as_ref()
             .map(|c| (c.topics, c.keeps.clone()));
+        let pending =
+            wharf_core::metrics::gauge(metrics.recorder(), "wharf_agents_pending", Vec::new());
+        pending.set(snapshot.pending.len() as f64);
         let pipeline = Arc::new_cyclic(|me: &Weak<Pipeline>| Pipeline {
             registry: Registry::new(snapshot),
             stages: ArcSwap::from_pointee(stages),
@@ -265,6 +274,9 @@ impl Pipeline {
             cluster: std::sync::OnceLock::new(),
             streams,
             tracer: std::sync::OnceLock::new(),
+            published: tokio::sync::watch::Sender::new(()),
+            wanted: Arc::default(),
+            pending,
         });
         if let Some((topics, keeps)) = &topics {
             pipeline.bus.set_limits(topics);
@@ -405,6 +417,33 @@ impl Pipeline {
         self.stages.load().routes.get(name).cloned()
     }
 
+    /// The route serving `name` once it is no longer pending (see
+    /// [`Pipeline::settled`]).
+    pub async fn lookup_settled(&self, name: &str) -> Option<Arc<AgentRoute>> {
+        self.settled(name).await;
+        self.lookup(name)
+    }
+
+    /// Returns once `name` is not pending: at once, unless a start that
+    /// loads agents while serving has not loaded it yet; then it is asked
+    /// for first, and this waits for it to be served or refused. Only
+    /// names in the agents directory or the configuration are pending, so
+    /// a name that is neither is answered at once.
+    pub async fn settled(&self, name: &str) {
+        let mut told = self.published.subscribe();
+        while self.registry.is_pending(name) {
+            self.wanted.want(name);
+            if told.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The pending names that requests are waiting for.
+    pub fn wanted(&self) -> &Arc<Wanted> {
+        &self.wanted
+    }
+
     /// The names of the filters requests to `agent` pass, in order.
     pub fn chain_names(&self, agent: &str) -> Vec<String> {
         let stages = self.stages.load();
@@ -426,9 +465,11 @@ impl Pipeline {
             self.bus.set_limits(&config.topics);
             self.bus.set_keeps(&config.keeps);
         }
+        self.pending.set(snapshot.pending.len() as f64);
         self.registry.publish(snapshot);
         self.stages.store(Arc::new(stages));
         self.subscribe_agents();
+        self.published.send_replace(());
     }
 
     /// Runs one request for `agent`: filters, the agent's `handle`,
@@ -453,6 +494,7 @@ impl Pipeline {
         body: Body,
         terminal: &dyn Terminal,
     ) -> Result<Response, PipelineError> {
+        self.settled(agent).await;
         let stages = self.stages.load_full();
         let span = self.enter(agent, &mut req);
         let result = self.run_with(&stages, agent, req, body, terminal).await;

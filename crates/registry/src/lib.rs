@@ -11,7 +11,7 @@ pub mod inspect;
 mod load;
 pub mod trust;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -21,7 +21,10 @@ use serde::Serialize;
 pub use component::{NotAComponent, check_component, world_of, world_of_file};
 pub(crate) use entry::digest;
 pub(crate) use load::read_capped;
-pub use load::{Progress, Refusal, load_dir, load_dir_reporting, reload_dir};
+pub use load::{
+    Progress, Refusal, Wanted, load_dir, load_dir_reporting, load_filters_first, load_pending,
+    reload_dir,
+};
 
 use wharf_config::{Config, FilterPolicy, Policy};
 use wharf_core::verdict::Phases;
@@ -192,6 +195,10 @@ pub struct Snapshot {
     pub config: Option<Arc<Config>>,
     /// The `pipeline` blocks served: those whose every step loaded.
     pub compositions: BTreeMap<String, Arc<wharf_config::Composition>>,
+    /// Components and `pipeline` blocks not loaded yet, while a start
+    /// loads agents as it serves (`server { load "while-serving" }`): a
+    /// request for one of these waits for it instead of a 404.
+    pub pending: BTreeSet<String>,
 }
 
 impl Snapshot {
@@ -201,6 +208,34 @@ impl Snapshot {
         self.refused
             .iter()
             .find(|r| r.name.as_deref() == Some(name))
+    }
+
+    /// While agents load as Wharf serves: this snapshot with `agents`
+    /// (just loaded) served too and no longer pending. An agent whose
+    /// chain names a filter that did not load stays pending; the scan's
+    /// own snapshot refuses it when the load ends, as a start that loads
+    /// before serving would.
+    pub fn and_loaded(&self, agents: &[Arc<AgentEntry>]) -> Snapshot {
+        let mut next = Snapshot {
+            agents: self.agents.clone(),
+            filters: self.filters.clone(),
+            refused: self.refused.clone(),
+            config: self.config.clone(),
+            compositions: self.compositions.clone(),
+            pending: self.pending.clone(),
+        };
+        for entry in agents {
+            let name = &entry.origin.name;
+            let chained = entry
+                .policy
+                .filters
+                .iter()
+                .all(|f| self.filters.contains_key(f));
+            if chained && next.pending.remove(name) {
+                next.agents.insert(name.clone(), entry.clone());
+            }
+        }
+        next
     }
 
     /// The agent called `name`.
@@ -233,6 +268,13 @@ impl Registry {
     /// The snapshot in force now; cheap, lock-free.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.current.load_full()
+    }
+
+    /// Whether `name` is pending in the snapshot in force (cheap: no
+    /// reference count is taken).
+    pub fn is_pending(&self, name: &str) -> bool {
+        let current = self.current.load();
+        !current.pending.is_empty() && current.pending.contains(name)
     }
 
     /// Publishes a new snapshot; requests in flight keep the old one.

@@ -4,17 +4,17 @@
 //! others. A reload reuses what has not changed and keeps the previous
 //! version of a component whose new file is refused.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::fmt;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::entry::{Loaded, load_one};
-use super::{Snapshot, Stamp};
+use super::{AgentEntry, Snapshot, Stamp};
 use wharf_config::valid_agent_name;
 use wharf_config::{Config, format_size};
 use wharf_runtime::Runtime;
@@ -44,8 +44,90 @@ pub fn load_dir(runtime: &Runtime, config: &Config, dir: &Path) -> std::io::Resu
     reload_dir(runtime, config, dir, &Snapshot::default())
 }
 
+/// The first half of a start that loads agents while serving: only the
+/// filters that a chain names (a request must never reach an agent
+/// around one). Every other component, and every `pipeline` block, is
+/// left in [`Snapshot::pending`] for [`load_pending`].
+pub fn load_filters_first(
+    runtime: &Runtime,
+    config: &Config,
+    dir: &Path,
+) -> std::io::Result<Snapshot> {
+    let mut named: BTreeSet<String> = config.defaults.filters.iter().cloned().collect();
+    named.extend(config.filters.keys().cloned());
+    for policy in config.agents.values() {
+        named.extend(policy.filters.iter().cloned());
+    }
+    let pass = Pass {
+        only: Some(&named),
+        ..Pass::default()
+    };
+    scan_dir(runtime, config, dir, &Snapshot::default(), pass)
+}
+
+/// The second half: everything [`load_filters_first`] left pending, on
+/// every core, the names in `wanted` first (requests are waiting for
+/// them). `report` hears of each component as it is loaded, with the
+/// agent when it is one, so that it can be served before the others are.
+pub fn load_pending(
+    runtime: &Runtime,
+    config: &Config,
+    dir: &Path,
+    first: &Snapshot,
+    report: &(dyn Fn(Progress<'_>) + Sync),
+    wanted: &Wanted,
+) -> std::io::Result<Snapshot> {
+    let pass = Pass {
+        report: Some(report),
+        wanted: Some(wanted),
+        ..Pass::default()
+    };
+    scan_dir(runtime, config, dir, first, pass)
+}
+
+/// Names that requests are waiting for while a directory loads: the
+/// loader takes them before the rest.
+#[derive(Debug, Default)]
+pub struct Wanted {
+    /// In the order asked, and the same names for looking up.
+    names: Mutex<(VecDeque<String>, HashSet<String>)>,
+}
+
+impl Wanted {
+    /// Asks for `name` to be loaded next (once: a name already asked
+    /// for is not added again, so waiting requests cannot grow the list
+    /// past the names pending).
+    pub fn want(&self, name: &str) {
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        let (order, set) = &mut *names;
+        if set.insert(name.to_string()) {
+            order.push_back(name.to_string());
+        }
+    }
+
+    /// The name asked for longest ago, taken off the list.
+    fn take(&self) -> Option<String> {
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        let (order, set) = &mut *names;
+        let name = order.pop_front()?;
+        set.remove(&name);
+        Some(name)
+    }
+}
+
+/// What one scan loads and whom it tells.
+#[derive(Default, Clone, Copy)]
+struct Pass<'a> {
+    /// Only these names; the rest go to [`Snapshot::pending`].
+    only: Option<&'a BTreeSet<String>>,
+    /// Told of each component looked at.
+    report: Option<&'a (dyn Fn(Progress<'_>) + Sync)>,
+    /// Names to load before the others.
+    wanted: Option<&'a Wanted>,
+}
+
 /// One component loaded (or refused) during a scan, for progress reports.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Progress<'a> {
     /// Its name.
     pub name: &'a str,
@@ -55,6 +137,8 @@ pub struct Progress<'a> {
     pub total: usize,
     /// How long it took (compiling, pre-initializing, `describe()`).
     pub took: std::time::Duration,
+    /// The agent it loaded as, when it is one and was loaded now.
+    pub agent: Option<&'a Arc<AgentEntry>>,
 }
 
 /// [`load_dir`], calling `report` after each component.
@@ -64,7 +148,11 @@ pub fn load_dir_reporting(
     dir: &Path,
     report: &(dyn Fn(Progress<'_>) + Sync),
 ) -> std::io::Result<Snapshot> {
-    scan_dir(runtime, config, dir, &Snapshot::default(), Some(report))
+    let pass = Pass {
+        report: Some(report),
+        ..Pass::default()
+    };
+    scan_dir(runtime, config, dir, &Snapshot::default(), pass)
 }
 
 /// Scans `dir` again after `previous` was loaded from it:
@@ -82,7 +170,7 @@ pub fn reload_dir(
     dir: &Path,
     previous: &Snapshot,
 ) -> std::io::Result<Snapshot> {
-    scan_dir(runtime, config, dir, previous, None)
+    scan_dir(runtime, config, dir, previous, Pass::default())
 }
 
 fn scan_dir(
@@ -90,7 +178,7 @@ fn scan_dir(
     config: &Config,
     dir: &Path,
     previous: &Snapshot,
-    report: Option<&(dyn Fn(Progress<'_>) + Sync)>,
+    pass: Pass<'_>,
 ) -> std::io::Result<Snapshot> {
     let root = dir.canonicalize().map_err(|e| {
         std::io::Error::new(
@@ -128,16 +216,28 @@ fn scan_dir(
             }
         }
     }
+    if let Some(only) = pass.only {
+        let (now, later) = std::mem::take(&mut by_name)
+            .into_iter()
+            .partition(|(name, _)| only.contains(name));
+        by_name = now;
+        let later: BTreeMap<String, _> = later;
+        scan.snapshot.pending = later.into_keys().collect();
+        scan.snapshot
+            .pending
+            .extend(config.pipelines.keys().cloned());
+    }
     let total = by_name.len();
     let done = AtomicUsize::new(0);
-    let tell = |name: &str, started: Instant| {
+    let tell = |name: &str, started: Instant, agent: Option<&Arc<AgentEntry>>| {
         let done = done.fetch_add(1, Ordering::Relaxed) + 1;
-        if let Some(report) = report {
+        if let Some(report) = pass.report {
             report(Progress {
                 name,
                 done,
                 total,
                 took: started.elapsed(),
+                agent,
             });
         }
     };
@@ -155,12 +255,12 @@ fn scan_dir(
                 new |= scan.refuse(Some(&name), path, Some(*stamp), reason);
             }
             scan.keep_previous(&name, new);
-            tell(&name, started);
+            tell(&name, started, None);
             continue;
         }
         let (path, stamp) = files.into_iter().next().expect("one file");
         if scan.reuse(&name, &path, stamp) {
-            tell(&name, started);
+            tell(&name, started, None);
         } else {
             to_load.push((name, path, stamp));
         }
@@ -169,17 +269,36 @@ fn scan_dir(
     // is independent per component: it runs on every core, and what it
     // made is settled in name order, so the snapshot and its log do not
     // depend on which finished first.
-    let loaded = load_parallel(&to_load, |(name, path, stamp)| {
+    let first = pass.wanted.map(|wanted| {
+        let at: BTreeMap<&str, usize> = to_load
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _, _))| (name.as_str(), i))
+            .collect();
+        move || loop {
+            let name = wanted.take()?;
+            if let Some(i) = at.get(name.as_str()) {
+                return Some(*i);
+            }
+        }
+    });
+    let loaded = load_parallel(&to_load, cores(), first, |(name, path, stamp)| {
         let started = Instant::now();
         let result = scan.load_file(name, path, *stamp);
-        tell(name, started);
+        let agent = match &result {
+            Ok(Loaded::Agent(entry)) => Some(entry),
+            _ => None,
+        };
+        tell(name, started, agent);
         result
     });
     for ((name, path, stamp), result) in to_load.into_iter().zip(loaded) {
         scan.settle(name, &path, stamp, result);
     }
     scan.check_chains();
-    scan.check_compositions();
+    if pass.only.is_none() {
+        scan.check_compositions();
+    }
     Ok(scan.snapshot)
 }
 
@@ -426,39 +545,70 @@ impl Scan<'_> {
 }
 
 /// Runs `load` over `items` on up to one thread per core, returning the
-/// results in the items' order. Threads of its own rather than rayon's
-/// global pool: wasmtime compiles on that pool, whose threads run at the
-/// lowered compile priority (`wharf_runtime::compile_in_background`), and
-/// the loads themselves (cached code, `describe()`) should not.
-fn load_parallel<T: Sync, R: Send>(items: &[T], load: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len());
-    if workers <= 1 {
-        return items.iter().map(&load).collect();
-    }
+/// results in the items' order; each worker takes the item `first` names
+/// (when it names one) before the next in order. Threads of its own
+/// rather than rayon's global pool: wasmtime compiles on that pool, whose
+/// threads run at the lowered compile priority
+/// (`wharf_runtime::compile_in_background`), and the loads themselves
+/// (cached code, `describe()`) should not.
+fn load_parallel<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    first: Option<impl Fn() -> Option<usize> + Sync>,
+    load: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let workers = workers.min(items.len()).max(1);
     let next = AtomicUsize::new(0);
-    let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        mine.push((i, load(item)));
-                    }
-                    mine
+    let taken: Vec<AtomicBool> = items.iter().map(|_| AtomicBool::new(false)).collect();
+    // The next item no worker has taken: a wanted one, else the next in order.
+    let claim = || {
+        if let Some(i) = first.as_ref().and_then(|f| f())
+            && !taken[i].swap(true, Ordering::Relaxed)
+        {
+            return Some(i);
+        }
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= items.len() {
+                return None;
+            }
+            if !taken[i].swap(true, Ordering::Relaxed) {
+                return Some(i);
+            }
+        }
+    };
+    let work = || {
+        let mut mine = Vec::new();
+        while let Some(i) = claim() {
+            mine.push((i, load(&items[i])));
+        }
+        mine
+    };
+    let mut results: Vec<(usize, R)> = if workers == 1 {
+        work()
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    std::thread::Builder::new()
+                        .name("wharf-load".into())
+                        .spawn_scoped(scope, work)
+                        .expect("a thread to load components on")
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    };
     results.sort_unstable_by_key(|(i, _)| *i);
     results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The cores this process may run on.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Decides whether a directory entry is a component to load: its name and
@@ -525,4 +675,40 @@ pub(crate) fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, String> {
         return Err(format!("file is over the limit of {}", format_size(max)));
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loads 0..10 on `workers` threads, 7 and then 3 wanted once each
+    /// (7 asked for again once taken); returns the order loads began.
+    fn run(workers: usize) -> Vec<usize> {
+        let items: Vec<usize> = (0..10).collect();
+        let wanted = Mutex::new(vec![7, 3, 7]);
+        let first = || {
+            let mut wanted = wanted.lock().unwrap();
+            (!wanted.is_empty()).then(|| wanted.remove(0))
+        };
+        let started = Mutex::new(Vec::new());
+        let results = load_parallel(&items, workers, Some(first), |i| {
+            started.lock().unwrap().push(*i);
+            i * 2
+        });
+        // Results in the items' order, each computed once.
+        assert_eq!(results, (0..10).map(|i| i * 2).collect::<Vec<_>>());
+        let started = started.into_inner().unwrap();
+        let mut sorted = started.clone();
+        sorted.sort();
+        assert_eq!(sorted, items, "each once: {started:?}");
+        started
+    }
+
+    #[test]
+    fn wanted_items_are_taken_before_those_in_order_and_each_runs_once() {
+        assert_eq!(run(1), [7, 3, 0, 1, 2, 4, 5, 6, 8, 9]);
+        for workers in [2, 4, 16] {
+            run(workers);
+        }
+    }
 }

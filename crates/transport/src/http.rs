@@ -141,7 +141,8 @@ pub(crate) async fn agent_health(
 ) -> Result<Json<Value>, ApiError> {
     let route = state
         .pipeline
-        .lookup(&name)
+        .lookup_settled(&name)
+        .await
         .ok_or_else(|| ApiError::from(&state.pipeline.not_served(&name)))?;
     let mut body = health_summary(&route);
     if let Some(pool) = &route.core.pool {

@@ -6,6 +6,7 @@
 //! Watching lives in [`watch`], the configuration's rules in `config`.
 
 mod config;
+mod pending;
 mod watch;
 
 use std::sync::Arc;
@@ -124,8 +125,10 @@ impl Reloader {
         self.source.as_ref()
     }
 
-    /// Takes triggers until every handle is dropped.
+    /// Finishes a start that loads agents while serving, then takes
+    /// triggers until every handle is dropped.
     pub async fn run(mut self) {
+        self.load_pending().await;
         while let Some(first) = self.rx.recv().await {
             let mut trigger = first;
             while let Ok(next) = self.rx.try_recv() {

@@ -1,6 +1,8 @@
 //! A directory of a thousand distinct agents (copies of `tenant` whose
 //! data names each one): every one loads, is listed, and answers as itself,
-//! and what their instances leave resident stays within `idle-memory`.
+//! and what their instances leave resident stays within `idle-memory`. A
+//! start that loads agents while serving answers each one once it is
+//! loaded, never with a 404, and always through its filters.
 
 use crate::common::*;
 use futures_util::StreamExt;
@@ -129,5 +131,63 @@ async fn a_thousand_distinct_agents_answer_as_themselves_within_the_idle_memory_
     let reply = post(&server.url("/agents/t-000007/"), "after").await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.text(), "after");
+    server.stop().await;
+}
+
+/// Agents in the directory of the start that loads while serving: enough
+/// that, compiled on a cold cache, they are still loading when the
+/// requests arrive.
+const WHILE_SERVING: usize = 200;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_start_that_loads_while_serving_answers_every_agent_through_its_filters_never_404() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tenants(dir.path(), WHILE_SERVING);
+    copy_guest(dir.path(), "probe", "probe");
+    std::fs::write(dir.path().join("t-broken.wasm"), b"not a component").unwrap();
+    // A cold cache of its own: every agent compiles while serving.
+    let cache = tempfile::tempdir().unwrap();
+    let mut cfg = config(
+        dir.path(),
+        "server { load \"while-serving\" }\nfilters \"probe\"\n",
+    );
+    cfg.cache = wharf::config::Cache::Dir(cache.path().to_path_buf());
+    let server = Server::start(cfg).await;
+
+    // The last agent in name order first, then every one, sixteen at a
+    // time: each waits for its agent (asked for first), passes the
+    // filter, and answers as itself.
+    let client = client();
+    let order = std::iter::once(WHILE_SERVING - 1).chain(0..WHILE_SERVING - 1);
+    let answers = futures_util::stream::iter(order)
+        .map(|i| {
+            let (client, url) = (client.clone(), server.url(&format!("/agents/t-{i:06}/")));
+            async move {
+                let reply = send(&client, Method::POST, &url, &[], format!("hi {i}")).await;
+                (i, reply)
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    for (i, reply) in answers {
+        assert_eq!(reply.status, 200, "t-{i:06}: {}", reply.text());
+        assert_eq!(reply.headers["x-tenant"], format!("{i:012}"), "t-{i:06}");
+        assert_eq!(reply.headers["x-probe-probe-seen"], "rh,sh", "t-{i:06}");
+        assert_eq!(reply.text(), format!("hi {i}"));
+    }
+    // A name that is not in the directory is not waited for.
+    let missing = post(&server.url("/agents/nobody/"), "x").await;
+    assert_eq!(missing.status, 404, "{}", missing.text());
+
+    // The file that does not load ends refused, as at any start, and
+    // nothing is left pending.
+    let broken = post(&server.url("/agents/t-broken/"), "x").await;
+    assert_eq!(broken.status, 503, "{}", broken.text());
+    assert!(broken.text().contains("agent_refused"), "{}", broken.text());
+    let snapshot = server.pipeline().registry().snapshot();
+    assert!(snapshot.pending.is_empty(), "{:?}", snapshot.pending);
+    assert_eq!(snapshot.agents.len(), WHILE_SERVING);
+    assert_eq!(metric(&server, "wharf_agents_pending").await, 0.0);
     server.stop().await;
 }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use wharf::registry::{Snapshot, load_dir};
+use wharf::registry::{Snapshot, Wanted, load_dir, load_filters_first, load_pending};
 use wharf::runtime::Runtime;
 
 use crate::common::*;
@@ -107,4 +107,68 @@ fn an_agent_whose_describe_traps_is_refused() {
     let dir = agents_dir(&["trap"]);
     let snapshot = load(dir.path(), "");
     assert!(snapshot.agents.contains_key("trap"));
+}
+
+#[test]
+fn a_start_that_loads_while_serving_loads_chained_filters_first_and_the_rest_after() {
+    let dir = agents_dir(&["echo", "hello", "probe"]);
+    // A filter no chain names waits with the agents.
+    copy_guest(dir.path(), "probe", "unchained");
+    let kdl = r#"
+server { load "while-serving" }
+filters "probe"
+pipeline "seq" {
+    sequential {
+        step "echo"
+        step "hello"
+    }
+}
+"#;
+    let cfg = config(dir.path(), kdl);
+    let runtime = Runtime::new(&test_engine()).unwrap();
+    let first = load_filters_first(&runtime, &cfg, dir.path()).unwrap();
+    assert_eq!(first.filters.keys().collect::<Vec<_>>(), ["probe"]);
+    assert!(first.agents.is_empty());
+    // The pipeline waits for its steps: not served yet, and not refused.
+    assert!(first.compositions.is_empty());
+    assert!(first.refused.is_empty(), "{:?}", first.refused);
+    assert_eq!(
+        first.pending.iter().collect::<Vec<_>>(),
+        ["echo", "hello", "seq", "unchained"]
+    );
+
+    let reported = std::sync::Mutex::new(Vec::new());
+    let report = |p: wharf::registry::Progress<'_>| {
+        let agent = p.agent.map(|a| a.origin.name.clone());
+        reported.lock().unwrap().push((p.name.to_string(), agent));
+    };
+    let wanted = Wanted::default();
+    wanted.want("hello");
+    let last = load_pending(&runtime, &cfg, dir.path(), &first, &report, &wanted).unwrap();
+    assert!(last.pending.is_empty());
+    assert!(last.refused.is_empty(), "{:?}", last.refused);
+    assert_eq!(last.agents.keys().collect::<Vec<_>>(), ["echo", "hello"]);
+    assert_eq!(
+        last.filters.keys().collect::<Vec<_>>(),
+        ["probe", "unchained"]
+    );
+    assert_eq!(last.compositions.keys().collect::<Vec<_>>(), ["seq"]);
+    // The filter loaded first is the same entry, not loaded again.
+    assert!(std::sync::Arc::ptr_eq(
+        &first.filters["probe"],
+        &last.filters["probe"]
+    ));
+    // Each component is reported: the agents as they load, with their
+    // entries (what is served before the rest); the filters with none.
+    let mut reported = reported.into_inner().unwrap();
+    reported.sort();
+    assert_eq!(
+        reported,
+        [
+            ("echo".to_string(), Some("echo".to_string())),
+            ("hello".to_string(), Some("hello".to_string())),
+            ("probe".to_string(), None),
+            ("unchained".to_string(), None),
+        ]
+    );
 }

@@ -70,6 +70,12 @@ pub const FAMILIES: &[Family] = &[
         "Long-lived answers (server-sent events, streamed bodies) open now, within the host's stream budget.",
     ),
     family(
+        "wharf_agents_pending",
+        G,
+        &[],
+        "Agents and pipelines not loaded yet while a start loads them as it serves (server load while-serving); 0 once every one is loaded or refused.",
+    ),
+    family(
         "wharf_pool_idle_resident_bytes",
         G,
         &[],

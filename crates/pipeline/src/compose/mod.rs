@@ -327,7 +327,12 @@ fn admit(
             trail()
         )));
     }
-    if pipeline.lookup(callee).is_none() && pipeline.composition(callee).is_none() {
+    // A callee still loading (a start that loads while serving) is
+    // waited for where the call is run.
+    if pipeline.lookup(callee).is_none()
+        && pipeline.composition(callee).is_none()
+        && !pipeline.registry().is_pending(callee)
+    {
         return Err(not_found(callee));
     }
     Ok(())

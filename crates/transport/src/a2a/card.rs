@@ -29,6 +29,7 @@ use crate::ingress::AppState;
 /// Media types an agent is offered and answers in, unless it says more.
 const MODES: [&str; 2] = ["text/plain", "application/json"];
 
+/// The card of `name`; the caller has waited for it to be settled.
 pub(super) fn serve(state: &AppState, name: &str, req: &axum::extract::Request) -> Response {
     let headers = req.headers();
     let Some(route) = state.pipeline.lookup(name) else {

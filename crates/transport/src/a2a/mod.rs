@@ -36,7 +36,10 @@ const SUPPORTED_MAJOR: &str = "1";
 /// configuration names as the host's default (`a2a { default "NAME" }`).
 pub(super) async fn host_card(State(state): State<Arc<AppState>>, req: HttpRequest) -> Response {
     match &state.a2a_default {
-        Some(name) => card::serve(&state, name, &req),
+        Some(name) => {
+            state.pipeline.settled(name).await;
+            card::serve(&state, name, &req)
+        }
         None => ApiError::new(
             StatusCode::NOT_FOUND,
             "no_default_agent",
@@ -55,9 +58,10 @@ pub(super) async fn call(
     let name = params.first().map(|(_, v)| v.clone()).unwrap_or_default();
     let rest = path_below_base(req.uri().path());
     if rest == "/.well-known/agent-card.json" {
+        state.pipeline.settled(&name).await;
         return card::serve(&state, &name, &req).into_response();
     }
-    let Some(route) = state.pipeline.lookup(&name) else {
+    let Some(route) = state.pipeline.lookup_settled(&name).await else {
         return ApiError::from(&state.pipeline.not_served(&name)).into_response();
     };
     if !route.core.entry.image.serves_a2a() {

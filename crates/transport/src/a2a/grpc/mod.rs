@@ -281,7 +281,8 @@ async fn prepare(
     };
     let serves = state
         .pipeline
-        .lookup(&name)
+        .lookup_settled(&name)
+        .await
         .is_some_and(|r| r.core.entry.image.serves_a2a());
     if !serves {
         return Err(tonic::Status::not_found(format!(
