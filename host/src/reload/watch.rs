@@ -2,8 +2,11 @@
 //! debounced): a path that has been quiet for [`QUIET`] becomes a reload
 //! trigger, if what it holds changed. Files still being written produce no
 //! trigger until they stop; files only read (by the reload itself, a
-//! backup, an editor opening them) produce none.
+//! backup, an editor opening them) produce none, and cost a look at those
+//! files only, not at the whole directory.
 
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -44,10 +47,12 @@ pub fn watch(
                 .iter()
                 .filter(|e| e.kind == DebouncedEventKind::Any)
                 .map(|e| e.path.as_path());
-            let (mut files, mut config) = (false, false);
+            let (mut config, mut touched) = (false, Vec::new());
             for path in settled {
                 config |= config_in.as_deref() == Some(path);
-                files |= path.parent() == Some(agents_in.as_path()) && !hidden(path);
+                if path.parent() == Some(agents_in.as_path()) && !hidden(path) {
+                    touched.push(path);
+                }
             }
             // An event is only a hint: what counts is whether the file's
             // stamp (size, times, inode) moved since the last look.
@@ -56,11 +61,21 @@ pub fn watch(
                 config = now != seen_config;
                 seen_config = now;
             }
-            if files || config {
+            // Only the files named (every one when the configuration
+            // changed): a directory of thousands being read (by a start
+            // that loads while serving, say) costs a stat per file read,
+            // not a scan of the directory every quiet period. A file
+            // still changing is looked at once it settles.
+            let files = if config {
                 let now = dir_stamps(&agents_in);
-                files = now != seen_files;
+                let moved = now != seen_files;
                 seen_files = now;
-            }
+                moved
+            } else {
+                touched
+                    .into_iter()
+                    .fold(false, |moved, path| restamp(&mut seen_files, path) || moved)
+            };
             if config {
                 handle.config();
             } else if files {
@@ -119,20 +134,57 @@ fn stamp(path: &Path) -> Stamp {
 }
 
 /// The stamps of the directory's files that could be components.
-fn dir_stamps(dir: &Path) -> Vec<(std::ffi::OsString, Stamp)> {
-    let mut stamps: Vec<_> = std::fs::read_dir(dir)
+fn dir_stamps(dir: &Path) -> BTreeMap<OsString, Stamp> {
+    std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter(|e| !hidden(&e.path()))
         .map(|e| (e.file_name(), stamp(&e.path())))
-        .collect();
-    stamps.sort();
-    stamps
+        .collect()
+}
+
+/// Looks at `path` again; whether its stamp moved (it appeared, went, or
+/// changed).
+fn restamp(seen: &mut BTreeMap<OsString, Stamp>, path: &Path) -> bool {
+    let Some(name) = path.file_name() else {
+        return false;
+    };
+    let now = stamp(path);
+    if seen.get(name).copied().flatten() == now {
+        return false;
+    }
+    match now {
+        Some(_) => seen.insert(name.to_os_string(), now),
+        None => seen.remove(name),
+    };
+    true
 }
 
 /// Editors' and `wharf sign`'s temporary files.
 fn hidden(path: &Path) -> bool {
     path.file_name()
         .is_some_and(|n| n.as_encoded_bytes().starts_with(b"."))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_looked_at_again_moves_only_when_it_appeared_changed_or_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.wasm");
+        let mut seen = dir_stamps(dir.path());
+        assert!(!restamp(&mut seen, &path), "absent, and absent before");
+        std::fs::write(&path, b"one").unwrap();
+        assert!(restamp(&mut seen, &path), "appeared");
+        assert!(!restamp(&mut seen, &path), "only read");
+        std::fs::write(&path, b"three").unwrap();
+        assert!(restamp(&mut seen, &path), "changed");
+        assert_eq!(seen, dir_stamps(dir.path()));
+        std::fs::remove_file(&path).unwrap();
+        assert!(restamp(&mut seen, &path), "went");
+        assert!(seen.is_empty());
+    }
 }

@@ -162,11 +162,11 @@ impl Server {
             config.tasks.path = Some(dir.path().join("tasks.db"));
             dir
         });
-        let fitted = wharf::app::engine_settings(&config);
+        // What `wharf serve` would build from this configuration, with
+        // the test's smaller pool.
         let engine = EngineSettings {
-            max_memory: fitted.max_memory,
-            idle_resident: fitted.idle_resident,
-            ..test_engine()
+            max_instances: test_engine().max_instances,
+            ..wharf::app::engine_settings(&config)
         };
         let mut app = App::start(config, engine).await.expect("server starts");
         if let Some(source) = source {
