@@ -190,7 +190,12 @@ impl AgentRoute {
             breaker: CircuitBreaker::new(policy.breaker.failures, policy.breaker.cool_down),
             limiter,
             service: service::stack(core.clone()),
-            next_probe_ms: AtomicU64::new(0),
+            // The first probe is an interval away: loading the agent has
+            // just instantiated it (so a directory of thousands loading
+            // while serving does not probe each as it is published).
+            next_probe_ms: AtomicU64::new(clock::now_ms().saturating_add(
+                u64::try_from(policy.health.interval.as_millis()).unwrap_or(u64::MAX),
+            )),
             core,
         }
     }

@@ -72,9 +72,12 @@ pub fn watch(
                 seen_files = now;
                 moved
             } else {
-                touched
-                    .into_iter()
-                    .fold(false, |moved, path| restamp(&mut seen_files, path) || moved)
+                // Every one is looked at (and its stamp kept), moved or not.
+                let mut moved = false;
+                for path in touched {
+                    moved |= restamp(&mut seen_files, path);
+                }
+                moved
             };
             if config {
                 handle.config();
