@@ -224,4 +224,23 @@ mod tests {
         );
         assert!(text.contains("  filters   auth\n"), "{text}");
     }
+
+    #[test]
+    fn a_start_that_loads_while_serving_says_how_many_are_still_loading() {
+        let ready = Ready {
+            url: "http://127.0.0.1:1".into(),
+            binary: Vec::new(),
+            agents: Vec::new(),
+            pipelines: Vec::new(),
+            filters: vec!["waf".into()],
+            refused: Vec::new(),
+            loading: 10_000,
+        };
+        let text = ready.to_string();
+        assert!(
+            text.contains("  loading 10000 agents and pipelines while serving"),
+            "{text}"
+        );
+        assert!(!text.contains("no agents"), "{text}");
+    }
 }

@@ -105,6 +105,12 @@ impl Wanted {
         }
     }
 
+    /// Forgets every name asked for (the load they waited for is over).
+    pub fn clear(&self) {
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        *names = Default::default();
+    }
+
     /// The name asked for longest ago, taken off the list.
     fn take(&self) -> Option<String> {
         let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());

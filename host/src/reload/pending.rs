@@ -100,6 +100,9 @@ impl super::Reloader {
                 pipeline.publish(nothing_pending(&served));
             }
         }
+        // Names asked for while the last batch loaded: nothing waits for
+        // them now.
+        pipeline.wanted().clear();
     }
 }
 
