@@ -43,7 +43,8 @@ struct State {
 pub struct Slot {
     state: Arc<State>,
     slots: Arc<Slots>,
-    _permit: OwnedSemaphorePermit,
+    /// Released in `drop` before the connection leaves the live list.
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 /// Marks a connection busy while it lives.
@@ -101,7 +102,7 @@ impl Slots {
         Slot {
             state,
             slots: self.clone(),
-            _permit: permit,
+            permit: Some(permit),
         }
     }
 
@@ -144,6 +145,12 @@ impl Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        // The place is given back first, then the connection leaves the
+        // list: the other way round, an `acquire` looking for the idlest
+        // connection in between found neither this place nor this
+        // connection, and evicted a newer one (a connection just accepted,
+        // its request not read yet, closed unanswered).
+        drop(self.permit.take());
         let mut live = self.slots.live.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = live.iter().position(|s| Arc::ptr_eq(s, &self.state)) {
             live.swap_remove(i);
