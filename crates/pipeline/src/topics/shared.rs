@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesOrdered;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Bus, Durable, Event, Subscriber};
 use wharf_cluster::topics::{Incoming, Topics, TopicsError, block_token};
@@ -52,6 +52,9 @@ pub(crate) struct Shared {
     /// The `topic` blocks in force: the stream is made (again) to hold
     /// what they ask.
     keeps: Keeps,
+    /// Whether the stream has been made: kept publishes wait for it (a
+    /// node serves while NATS, or the stream, is not there yet).
+    made: watch::Sender<bool>,
 }
 
 type Keeps = Arc<std::sync::Mutex<Vec<wharf_config::TopicKeep>>>;
@@ -68,16 +71,19 @@ impl Shared {
     pub fn start(bus: &Arc<Bus>, topics: Topics) -> Arc<Shared> {
         let (out, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(AtomicUsize::new(0));
+        let (made, made_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
             topics: topics.clone(),
             out,
             backlog: backlog.clone(),
             bus: Arc::downgrade(bus),
             keeps: Keeps::default(),
+            made,
         });
         tokio::spawn(send_all(
             topics.clone(),
             rx,
+            made_rx,
             backlog,
             bus.kept_counts.clone(),
         ));
@@ -130,6 +136,7 @@ impl Shared {
                     return;
                 }
             }
+            me.made.send_replace(true);
             tokio::spawn(trim(me.topics.clone(), Arc::downgrade(&history)));
             follow(&me, history).await;
         });
@@ -162,10 +169,13 @@ impl Shared {
 }
 
 /// Sends queued publishes in order; a kept one's acknowledgement is
-/// awaited alongside later sends (at most [`IN_FLIGHT`]).
+/// awaited alongside later sends (at most [`IN_FLIGHT`]). The first kept
+/// one waits until the stream is made: sent before, NATS would refuse it
+/// ("no stream found").
 async fn send_all(
     topics: Topics,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    mut made: watch::Receiver<bool>,
     backlog: Arc<AtomicUsize>,
     counts: [metrics::Counter; 2],
 ) {
@@ -178,6 +188,10 @@ async fn send_all(
                 topics.connected().await;
                 let len = out.payload.len();
                 let done = out.done;
+                if out.keep.is_some() {
+                    // Gone only with the node: the send then says why.
+                    let _ = made.wait_for(|made| *made).await;
+                }
                 match out.keep {
                     Some(keep) => match topics.publish_kept(&keep, &out.topic, out.payload, out.hops).await {
                         Ok(ack) => acks.push_back(async move { (ack.await.map(Some), done, len) }),
