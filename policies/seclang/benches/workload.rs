@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use seclang::{Limits, RuleSet, Transaction};
+use seclang::{Limits, RuleSet, Scratch, Transaction};
 
 /// One request: URI, headers, body (always a POST).
 pub struct Req {
@@ -46,7 +46,7 @@ pub fn run(rules: &Arc<RuleSet>, r: &Req) -> bool {
         body_bytes: 2 << 20,
         ..Limits::default()
     };
-    let mut tx = Transaction::new(rules.clone(), limits);
+    let mut tx = Transaction::reusing(rules.clone(), limits, SPARE.take());
     tx.connection("203.0.113.7", 50412, "127.0.0.1", 8080);
     tx.request_line("POST", &r.uri, "HTTP/1.1");
     for (n, v) in &r.headers {
@@ -58,7 +58,13 @@ pub fn run(rules: &Arc<RuleSet>, r: &Req) -> bool {
         blocked = tx.process_request_body().is_some();
     }
     tx.process_logging();
+    SPARE.set(tx.into_scratch());
     blocked
+}
+
+thread_local! {
+    /// The buffers of the request before, as the `waf` filter keeps them.
+    static SPARE: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
 }
 
 const PROSE: &str = "The quick brown fox jumps over the lazy dog while the harbour master counts the boats that come in with the evening tide, and the shipping office stays open until the last manifest is filed. ";

@@ -13,7 +13,7 @@ use std::io::{BufRead, Read};
 use std::path::Path;
 use std::sync::Arc;
 
-use seclang::{Limits, MemFiles, RuleSet, Transaction};
+use seclang::{Limits, MemFiles, RuleSet, Scratch, Transaction};
 use serde_json::Value;
 
 fn main() {
@@ -231,7 +231,9 @@ fn dechunk(b: &[u8]) -> Vec<u8> {
 }
 
 fn run(rules: &Arc<RuleSet>, req: &Request, case: &Value) -> (Vec<u32>, u16) {
-    let mut tx = Transaction::new(rules.clone(), Limits::default());
+    // In the memory of the case before, as the `waf` filter runs one
+    // request after another.
+    let mut tx = Transaction::reusing(rules.clone(), Limits::default(), SPARE.take());
     tx.connection("127.0.0.1", 40000, "127.0.0.1", 80);
     tx.request_line(&req.method, &req.uri, &req.version);
     for (n, v) in &req.headers {
@@ -272,5 +274,10 @@ fn run(rules: &Arc<RuleSet>, req: &Request, case: &Value) -> (Vec<u32>, u16) {
         .filter(|m| m.log)
         .map(|m| m.id)
         .collect();
+    SPARE.set(tx.into_scratch());
     (ids, status)
+}
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
 }

@@ -30,7 +30,7 @@ pub use compile::Loader;
 pub use error::{ErrorKind, LoadError, Location};
 pub use files::MemFiles;
 pub use ruleset::RuleSet;
-pub use tx::{Intervention, Limit, Limits, MatchedRule, PastLimit, Transaction};
+pub use tx::{Intervention, Limit, Limits, MatchedRule, PastLimit, Scratch, Transaction};
 
 /// Base64 (standard alphabet) as `t:base64DecodeExt` decodes it: bytes
 /// outside the alphabet are skipped, padding ends it.

@@ -23,7 +23,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use engine::{Engine, fail};
-use seclang::Transaction;
+use seclang::{Scratch, Transaction};
 use wharf_guest::filter::{Decision, Phases, Verdict};
 use wharf_guest::{Head, config, header_pairs};
 
@@ -40,11 +40,23 @@ struct Current {
 
 thread_local! {
     static TX: RefCell<Option<Current>> = const { RefCell::new(None) };
+    /// The buffers of the transaction before, for the next one (a warm
+    /// instance then grows them once, not on every request).
+    static SPARE: RefCell<Scratch> = RefCell::default();
+}
+
+/// A new transaction of `engine`, in the memory of the one before.
+fn transaction(engine: &Engine) -> Transaction {
+    let spare = TX
+        .with(|t| t.borrow_mut().take())
+        .map(|cur| cur.tx.into_scratch())
+        .unwrap_or_else(|| SPARE.take());
+    Transaction::reusing(engine.rules.clone(), engine.limits, spare)
 }
 
 /// Starts the request's transaction: connection, request line, headers.
 fn begin(engine: &Rc<Engine>, head: &Head, headers: &[u8]) -> Result<Transaction, String> {
-    let mut tx = Transaction::new(engine.rules.clone(), engine.limits);
+    let mut tx = transaction(engine);
     if !head.id.is_empty() {
         tx.set_unique_id(&head.id);
     }
@@ -215,7 +227,7 @@ fn warm_up(engine: &Engine) {
             })
             .collect();
         let body = format!("name=wharf&q={encoded}");
-        let mut tx = Transaction::new(engine.rules.clone(), engine.limits);
+        let mut tx = transaction(engine);
         tx.connection("127.0.0.1", 40000, "127.0.0.1", 0);
         tx.request_line("POST", &format!("/warm-up?q={encoded}"), "HTTP/1.1");
         let length = body.len().to_string();
@@ -238,6 +250,7 @@ fn warm_up(engine: &Engine) {
         tx.response_body(b"warm");
         tx.process_response_body();
         tx.process_logging();
+        SPARE.set(tx.into_scratch());
     }
 }
 

@@ -20,7 +20,7 @@ use rustc_hash::FxHashMap;
 use crate::model::{AllowScope, BodyProcessor, EngineMode, Exclusion, IdRanges};
 use crate::ruleset::{ChainId, RuleSet};
 use crate::vars::Var;
-use store::{Arena, Collection, Str, Vars};
+use store::{Arena, Collection, Entry, Str, Vars};
 
 /// What stops a request once inspection is past a limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,13 +248,60 @@ pub(crate) enum TargetOwner {
     Msg(String),
 }
 
+/// What a finished transaction leaves the next one: its arena, its
+/// request collections, body, caches and scratch space, emptied, in the
+/// memory they grew to, so that a host running one request after another
+/// does not allocate and grow them again each time. Only buffers the
+/// engine fills from empty are kept; nothing of the request they held is
+/// readable through them.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    arena: Vec<u8>,
+    collections: [Vec<Entry>; 4],
+    body: Vec<u8>,
+    transformed: FxHashMap<(Str, ChainId), Str>,
+    scanned_bytes: FxHashMap<u64, (Str, Option<u32>)>,
+    scanned_long: FxHashMap<Str, Option<u32>>,
+    pool: Vec<u64>,
+    seen: Vec<u64>,
+    shared: group::Shared,
+    candidates: Vec<(u32, u32, Str)>,
+}
+
+fn emptied<T>(mut v: Vec<T>) -> Vec<T> {
+    v.clear();
+    v
+}
+
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Transaction {
     /// A new transaction of `rules`, bounded by `limits`.
     pub fn new(rules: Arc<RuleSet>, limits: Limits) -> Transaction {
+        Transaction::reusing(rules, limits, Scratch::default())
+    }
+
+    /// A new transaction, as [`Transaction::new`], in the memory of
+    /// `scratch` (from [`Transaction::into_scratch`]).
+    pub fn reusing(rules: Arc<RuleSet>, limits: Limits, scratch: Scratch) -> Transaction {
+        let Scratch {
+            arena,
+            collections: [args_get, args_post, req_headers, cookies],
+            body,
+            mut transformed,
+            mut scanned_bytes,
+            mut scanned_long,
+            pool,
+            seen,
+            mut shared,
+            candidates,
+        } = scratch;
+        transformed.clear();
+        scanned_bytes.clear();
+        scanned_long.clear();
+        shared.clear();
         let config = rules.config().clone();
-        let mut arena = Arena::default();
+        let mut arena = Arena::reusing(arena);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let unique_id = arena.push(format!("{id:016x}").as_bytes());
         Transaction {
@@ -264,10 +311,18 @@ impl Transaction {
                 ..Singles::default()
             },
             arena,
-            args_get: Collection::default(),
-            args_post: Collection::default(),
-            req_headers: Collection::default(),
-            cookies: Collection::default(),
+            args_get: Collection {
+                entries: emptied(args_get),
+            },
+            args_post: Collection {
+                entries: emptied(args_post),
+            },
+            req_headers: Collection {
+                entries: emptied(req_headers),
+            },
+            cookies: Collection {
+                entries: emptied(cookies),
+            },
             resp_headers: Collection::default(),
             files: Collection::default(),
             files_names: Collection::default(),
@@ -280,7 +335,7 @@ impl Transaction {
             matched_var: Vec::new(),
             matched_var_name: String::new(),
             matched_vars: Vec::new(),
-            body: Vec::new(),
+            body: emptied(body),
             response: Vec::new(),
             processor: None,
             force_body_variable: false,
@@ -296,13 +351,14 @@ impl Transaction {
             removed_tags: Vec::new(),
             removed_msgs: Vec::new(),
             removed_targets: Vec::new(),
-            transformed: FxHashMap::default(),
-            scanned_bytes: FxHashMap::default(),
-            scanned_long: FxHashMap::default(),
-            pool: Vec::new(),
-            seen: Vec::new(),
-            shared: group::Shared::default(),
-            candidates: Vec::new(),
+            transformed,
+            scanned_bytes,
+            scanned_long,
+            pool: emptied(pool),
+            // All zeros: a scan leaves it cleared, and `resize` fills.
+            seen: emptied(seen),
+            shared,
+            candidates: emptied(candidates),
             intervention: None,
             allowed: None,
             matched: Vec::new(),
@@ -312,6 +368,28 @@ impl Transaction {
             spent: Duration::ZERO,
             logging_notes: Vec::new(),
             rules,
+        }
+    }
+
+    /// Ends the transaction, keeping its buffers' memory for the next
+    /// ([`Transaction::reusing`]); emptied there.
+    pub fn into_scratch(self) -> Scratch {
+        Scratch {
+            arena: self.arena.into_buffer(),
+            collections: [
+                self.args_get.entries,
+                self.args_post.entries,
+                self.req_headers.entries,
+                self.cookies.entries,
+            ],
+            body: self.body,
+            transformed: self.transformed,
+            scanned_bytes: self.scanned_bytes,
+            scanned_long: self.scanned_long,
+            pool: self.pool,
+            seen: self.seen,
+            shared: self.shared,
+            candidates: self.candidates,
         }
     }
 

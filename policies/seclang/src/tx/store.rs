@@ -22,6 +22,17 @@ pub struct Arena {
 }
 
 impl Arena {
+    /// An empty arena in `bytes`' memory.
+    pub fn reusing(mut bytes: Vec<u8>) -> Arena {
+        bytes.clear();
+        Arena { bytes }
+    }
+
+    /// The arena's memory, for the next transaction.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.bytes
+    }
+
     pub fn push(&mut self, b: &[u8]) -> Str {
         let off = self.bytes.len() as u32;
         self.bytes.extend_from_slice(b);
