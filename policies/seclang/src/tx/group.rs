@@ -69,6 +69,7 @@ impl Shared {
     /// Forgets everything (the collections may have grown); keeps the
     /// buffers' memory.
     pub fn clear(&mut self) {
+        self.out.clear();
         self.cells.clear();
         self.cell_masks.clear();
         self.masks.clear();

@@ -371,25 +371,29 @@ impl Transaction {
         }
     }
 
-    /// Ends the transaction, keeping its buffers' memory for the next
-    /// ([`Transaction::reusing`]); emptied there.
-    pub fn into_scratch(self) -> Scratch {
+    /// Ends the transaction, keeping its buffers' memory, emptied, for
+    /// the next ([`Transaction::reusing`]).
+    pub fn into_scratch(mut self) -> Scratch {
+        self.transformed.clear();
+        self.scanned_bytes.clear();
+        self.scanned_long.clear();
+        self.shared.clear();
         Scratch {
-            arena: self.arena.into_buffer(),
+            arena: emptied(self.arena.into_buffer()),
             collections: [
-                self.args_get.entries,
-                self.args_post.entries,
-                self.req_headers.entries,
-                self.cookies.entries,
+                emptied(self.args_get.entries),
+                emptied(self.args_post.entries),
+                emptied(self.req_headers.entries),
+                emptied(self.cookies.entries),
             ],
-            body: self.body,
+            body: emptied(self.body),
             transformed: self.transformed,
             scanned_bytes: self.scanned_bytes,
             scanned_long: self.scanned_long,
-            pool: self.pool,
-            seen: self.seen,
+            pool: emptied(self.pool),
+            seen: emptied(self.seen),
             shared: self.shared,
-            candidates: self.candidates,
+            candidates: emptied(self.candidates),
         }
     }
 
