@@ -2,7 +2,8 @@
 //! router, agent) with a warm echo agent, each beside the same request
 //! without filters in the same run:
 //! - `filter_overhead`: a header-phase filter that allows (`allow`), warm
-//!   and fresh; the `auth` (HS256 JWT) + `headers` chain;
+//!   and fresh; `headers` alone and in the `auth` (HS256 JWT) + `headers`
+//!   chain, with its declared effects and with `declare "off"` (`_called`);
 //! - `auth`: the `auth` filter alone, warm, with an HS256 and an ES256 JWT
 //!   and an API key, each presented again and again (as one client does);
 //!   beside an earlier revision of the filter (`*_before` rows) when
@@ -72,20 +73,28 @@ fn overhead(c: &mut Criterion) {
         filter "allow-warm" { instances { mode "warm"; max 2 } }
         filter "auth" { instances { mode "warm"; max 2 }; config { secret "bench secret" } }
         filter "headers" { instances { mode "warm"; max 2 } }
+        filter "headers-called" { instances { mode "warm"; max 2 }; config { declare "off" } }
         agent "plain" { filters #false }
         agent "fresh" { filters "allow" }
         agent "warm" { filters "allow-warm" }
         agent "chain" { filters "headers" "auth" }
+        agent "chain-called" { filters "headers-called" "auth" }
+        agent "hdr" { filters "headers" }
+        agent "hdr-called" { filters "headers-called" }
     "#;
     let guests = [
         ("plain", "echo"),
         ("fresh", "echo"),
         ("warm", "echo"),
         ("chain", "echo"),
+        ("chain-called", "echo"),
+        ("hdr", "echo"),
+        ("hdr-called", "echo"),
         ("allow", "allow"),
         ("allow-warm", "allow"),
         ("auth", "auth"),
         ("headers", "headers"),
+        ("headers-called", "headers"),
     ];
     let (pipeline, _dir) = pipeline(&guests, kdl);
     let rt = runtime();
@@ -98,7 +107,10 @@ fn overhead(c: &mut Criterion) {
         ("no_filter", "plain"),
         ("allow_warm", "warm"),
         ("allow_fresh", "fresh"),
+        ("headers_warm", "hdr"),
+        ("headers_called_warm", "hdr-called"),
         ("headers_auth_warm", "chain"),
+        ("headers_auth_called_warm", "chain-called"),
     ] {
         g.bench_function(label, |b| {
             b.iter_custom(|n| run(&rt, &pipeline, agent, &req, 200, n))

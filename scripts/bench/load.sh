@@ -16,7 +16,9 @@
 # are measured on both, alternating, LOAD_ROUNDS times (default 3): rps
 # at c=50 per round, and the median of each.
 # LOAD_SECONDS changes the 20 s; LOAD_AGENTS picks rows (default
-# "echo ahead warm chain waf-echo default crs-echo tls-warm", and the old rows).
+# "echo ahead warm chain waf-echo default crs-echo tls-warm", and the old rows;
+# "hdr hdr-called chain-called default-called" compare the headers filter's
+# declared effects with every phase a call).
 # Installs wrk from Debian when missing.
 # Prints a Markdown table.
 set -euo pipefail
@@ -35,6 +37,9 @@ cp "$guests/echo.wasm" "$work/agents/echo.wasm"
 cp "$guests/echo.wasm" "$work/agents/warm.wasm"
 cp "$guests/echo.wasm" "$work/agents/ahead.wasm"
 cp "$guests/echo.wasm" "$work/agents/chain.wasm"
+for a in chain-called hdr hdr-called default-called; do cp "$guests/echo.wasm" "$work/agents/$a.wasm"; done
+cp "$guests/headers.wasm" "$work/agents/headers-called.wasm"
+cp "$guests/headers.wasm" "$work/agents/headers-fresh-called.wasm"
 cp "$guests/echo.wasm" "$work/agents/waf-echo.wasm"
 cp "$guests/echo.wasm" "$work/agents/default.wasm"
 cp "$guests/echo.wasm" "$work/agents/crs-echo.wasm"
@@ -81,6 +86,29 @@ filter "waf" {
 agent "chain" {
     instances { mode "warm"; max 4 }
     filters "headers" "auth"
+}
+// The same `headers` filter with every phase a call (no declared effects).
+filter "headers-called" {
+    instances { mode "warm"; max 4 }
+    config { declare "off"; }
+}
+agent "chain-called" {
+    instances { mode "warm"; max 4 }
+    filters "headers-called" "auth"
+}
+agent "hdr" {
+    instances { mode "warm"; max 4 }
+    filters "headers"
+}
+agent "hdr-called" {
+    instances { mode "warm"; max 4 }
+    filters "headers-called"
+}
+filter "headers-fresh-called" {
+    config { declare "off"; }
+}
+agent "default-called" {
+    filters "headers-fresh-called" "waf"
 }
 agent "waf-echo" {
     instances { mode "warm"; max 4 }
@@ -212,7 +240,7 @@ if [ -n "${WHARF_BEFORE:-}" ]; then
     echo "|---|---|---|---|---|---|"
     for agent in ${LOAD_AGENTS:-echo warm}; do
         script="$work/post.lua"
-        case "$agent" in *waf*|*default|*crs-echo) script="$work/form.lua" ;; esac
+        case "$agent" in *waf*|*default*|*crs-echo) script="$work/form.lua" ;; esac
         now="" before=""
         for _ in $(seq 1 "${LOAD_ROUNDS:-3}"); do
             now="$now $(rps "http://127.0.0.1:9002/agents/$agent" "$script")"
@@ -230,10 +258,10 @@ read -r base_p50 base_p99 < <(lat http://127.0.0.1:9001/)
 echo "| server | rps at c=50 | ratio to ceiling | p50 at c=1 | p99 at c=1 |"
 echo "|---|---|---|---|---|"
 echo "| bare hyper echo (ceiling) | $base_rps | 1.00 | $base_p50 | $base_p99 |"
-warm_rps="" chain_rps=""
+warm_rps="" chain_rps="" hdr_rps=""
 for agent in ${LOAD_AGENTS:-echo ahead warm chain waf-echo default crs-echo tls-warm $old_rows}; do
     script="$work/post.lua"
-    case "$agent" in *waf*|*default|*crs-echo) script="$work/form.lua" ;; esac
+    case "$agent" in *waf*|*default*|*crs-echo) script="$work/form.lua" ;; esac
     url="http://127.0.0.1:9002/agents/$agent"
     [ "$agent" = tls-warm ] && url="https://127.0.0.1:9004/agents/warm"
     r=$(rps "$url" "$script")
@@ -245,8 +273,12 @@ for agent in ${LOAD_AGENTS:-echo ahead warm chain waf-echo default crs-echo tls-
         warm) label="Wharf, warm pool"; warm_rps=$r ;;
         tls-warm) label="Wharf, warm pool, over HTTPS (TLS 1.3, connections kept)" ;;
         chain) label="Wharf, warm pool, headers + auth (JWT) filters"; chain_rps=$r ;;
+        chain-called) label="Wharf, warm pool, headers (declare off) + auth (JWT) filters" ;;
+        hdr) label="Wharf, warm pool, headers filter (declared effects)"; hdr_rps=$r ;;
+        hdr-called) label="Wharf, warm pool, headers filter (declare off: every phase a call)" ;;
         waf-echo) label="Wharf, warm pool, waf (baseline rules)" ;;
         default) label="Wharf, embedded default: fresh echo, headers + waf (baseline)" ;;
+        default-called) label="Wharf, embedded default with headers declare off" ;;
         crs-echo) label="Wharf, warm pool, waf (CRS 4, PL1)" ;;
         old-waf-echo) label="Wharf, warm pool, old waf engine (baseline rules)" ;;
         old-default) label="Wharf, embedded default with the old waf engine" ;;
@@ -259,4 +291,7 @@ for agent in ${LOAD_AGENTS:-echo ahead warm chain waf-echo default crs-echo tls-
 done
 if [ -n "$chain_rps" ] && [ -n "$warm_rps" ]; then
     awk -v a="$chain_rps" -v b="$warm_rps" 'BEGIN {printf "\nheaders + auth chain / no filters (warm): %.2f\n", a / b}'
+fi
+if [ -n "$hdr_rps" ] && [ -n "$warm_rps" ]; then
+    awk -v a="$hdr_rps" -v b="$warm_rps" 'BEGIN {printf "headers alone / no filters (warm): %.2f\n", a / b}'
 fi

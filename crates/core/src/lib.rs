@@ -8,6 +8,7 @@
 
 #![deny(missing_docs)]
 
+pub mod effects;
 pub mod egress;
 pub mod metrics;
 pub mod request;

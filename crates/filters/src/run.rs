@@ -1,7 +1,9 @@
 //! One request through its filter chain: the request-headers phase (before
 //! the body is read), the request-body phase for the filters that asked for
 //! it, then the response phases on whatever response the client gets. One
-//! instance per filter serves all the phases of the request. Failures are
+//! instance per filter serves all the phases of the request; what a filter
+//! declared ahead (its effects) is applied at its place without a call,
+//! before the guest's own call in the same phase. Failures are
 //! classified and the filter's failure mode decides; detect mode records
 //! verdicts without applying them.
 
@@ -16,9 +18,10 @@ use super::FilterRoute;
 use super::audit::AuditVerdict;
 use super::metrics::{FailureKind, Skip};
 use wharf_config::{Failure, FilterMode, PastLimit};
+use wharf_core::effects::Effects;
 use wharf_core::request::{Request, Response};
 use wharf_core::trace::{self, Attribute, Kind};
-use wharf_core::verdict::{Decision, HeaderOp, Phase, Verdict};
+use wharf_core::verdict::{Decision, HeaderOp, Phase, Phases, Verdict};
 use wharf_routing::{Lease, ensure_instance};
 use wharf_runtime::{CallError, FilterLive};
 
@@ -104,12 +107,37 @@ impl<'a> ChainRun<'a> {
         }
     }
 
+    /// Filter `i`'s declared effects on this request: none when it
+    /// declares none, when the request's route overrides its config, or
+    /// when the filter failed open earlier in this request (it is passed
+    /// over whole, as if it were not in the chain).
+    fn effects(&self, i: usize) -> Option<&'a Effects> {
+        let route: &'a FilterRoute = &self.chain[i];
+        if self.route_values.contains_key(route.name()) || matches!(self.slots[i], Slot::Skipped) {
+            return None;
+        }
+        route.entry.effects.as_deref()
+    }
+
+    /// The phases filter `i`'s guest is called in for this request.
+    fn guest_phases(&self, i: usize) -> Phases {
+        self.effects(i)
+            .map_or(self.chain[i].entry.phases, |fx| fx.phases)
+    }
+
     /// The request-headers phase; `req.body` is empty.
     pub async fn request_headers(&mut self, req: &mut Request) -> Result<Flow, FilterFailure> {
         for i in 0..self.chain.len() {
             self.ran = i + 1;
-            let phases = self.chain[i].entry.phases;
+            let phases = self.guest_phases(i);
             self.want_request_body[i] = phases.has(Phase::RequestBody);
+            if let Some(v) = self.effects(i).and_then(|fx| fx.on_request(req)) {
+                self.record(i, Phase::RequestHeaders, &v);
+                if let Flow::Stop(resp) = self.apply_request(i, v, req) {
+                    self.ran = i;
+                    return Ok(Flow::Stop(resp));
+                }
+            }
             if !phases.has(Phase::RequestHeaders) {
                 continue;
             }
@@ -165,9 +193,11 @@ impl<'a> ChainRun<'a> {
     /// Whether the response phases have anything to do.
     pub fn has_response_work(&self) -> bool {
         !self.response_ops.is_empty()
-            || self.chain[..self.ran].iter().any(|f| {
-                f.entry.phases.has(Phase::ResponseHeaders)
-                    || f.entry.phases.has(Phase::ResponseBody)
+            || (0..self.ran).any(|i| {
+                let phases = self.guest_phases(i);
+                phases.has(Phase::ResponseHeaders)
+                    || phases.has(Phase::ResponseBody)
+                    || self.effects(i).is_some_and(Effects::touches_response)
             })
     }
 
@@ -183,8 +213,17 @@ impl<'a> ChainRun<'a> {
         }
         let mut want_body = vec![false; self.ran];
         for (i, want) in want_body.iter_mut().enumerate() {
-            let phases = self.chain[i].entry.phases;
+            let phases = self.guest_phases(i);
             *want = phases.has(Phase::ResponseBody);
+            if let Some(fx) = self.effects(i) {
+                let ops = fx.on_response(req, &resp);
+                if !ops.is_empty() {
+                    let mut v = Verdict::allow();
+                    v.response_ops = ops;
+                    self.record(i, Phase::ResponseHeaders, &v);
+                    self.apply_response(i, v, &mut resp);
+                }
+            }
             if !phases.has(Phase::ResponseHeaders) {
                 continue;
             }
@@ -366,24 +405,32 @@ impl<'a> ChainRun<'a> {
         }
         match result {
             Ok(v) => {
-                let enforced = self.enforced(i);
-                route.metrics.decision(phase, &v.decision, enforced);
-                route.metrics.rule_hits(&v.audit.rule_ids);
-                if v.flagged() {
-                    self.records.push(AuditVerdict {
-                        filter: route.name().to_string(),
-                        phase: phase.as_str(),
-                        decision: v.decision.as_str(),
-                        enforced,
-                        rule_ids: v.audit.rule_ids.clone(),
-                        tags: v.audit.tags.clone(),
-                        reason: v.audit.reason.clone(),
-                        failure: None,
-                    });
-                }
+                self.record(i, phase, &v);
                 Ok(Some(v))
             }
             Err(err) => self.failed(i, &route, phase, err),
+        }
+    }
+
+    /// Counts filter `i`'s verdict for `phase` (the guest's, or one its
+    /// declared effects made) and keeps it for the audit record when it
+    /// says anything.
+    fn record(&mut self, i: usize, phase: Phase, v: &Verdict) {
+        let route = &self.chain[i];
+        let enforced = self.enforced(i);
+        route.metrics.decision(phase, &v.decision, enforced);
+        route.metrics.rule_hits(&v.audit.rule_ids);
+        if v.flagged() {
+            self.records.push(AuditVerdict {
+                filter: route.name().to_string(),
+                phase: phase.as_str(),
+                decision: v.decision.as_str(),
+                enforced,
+                rule_ids: v.audit.rule_ids.clone(),
+                tags: v.audit.tags.clone(),
+                reason: v.audit.reason.clone(),
+                failure: None,
+            });
         }
     }
 

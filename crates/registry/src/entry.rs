@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::{AgentEntry, CardInfo, FilterEntry, Origin, Stamp};
 use wharf_config::{Config, FilterPolicy};
+use wharf_core::verdict::Phase;
 use wharf_runtime::{
     CacheOutcome, FilterPres, GuestIdentity, Prepared, Runtime, wants_preinit, watched,
 };
@@ -157,11 +158,23 @@ pub(super) fn load_one(
             if phases.is_empty() {
                 return Err("the filter registers for no phase".into());
             }
+            let effects = image.declared_effects()?;
+            if let Some(fx) = &effects
+                && let Some(extra) = Phase::ALL
+                    .into_iter()
+                    .find(|p| fx.phases.has(*p) && !phases.has(*p))
+            {
+                return Err(format!(
+                    "effects() keeps the {} phase, which phases() does not register",
+                    extra.as_str()
+                ));
+            }
             tracing::info!(
                 filter = name,
                 digest = %origin.digest,
                 signed_by = origin.signed_by,
                 phases = ?phases.names(),
+                declares = effects.is_some(),
                 compiled = outcome_str(outcome),
                 preinit_ms,
                 load_ms = started.elapsed().as_millis() as u64,
@@ -172,6 +185,7 @@ pub(super) fn load_one(
                 origin,
                 image,
                 phases,
+                effects: effects.map(Arc::new),
                 policy,
             }))
         }

@@ -27,6 +27,7 @@ pub use load::{
 };
 
 use wharf_config::{Config, FilterPolicy, Policy};
+use wharf_core::effects::Effects;
 use wharf_core::verdict::Phases;
 use wharf_runtime::{AgentImage, Card, FilterImage};
 
@@ -178,6 +179,8 @@ pub struct FilterEntry {
     pub image: FilterImage,
     /// What `phases()` said at load time.
     pub phases: Phases,
+    /// What `effects()` declared at load time, for a filter that has it.
+    pub effects: Option<Arc<Effects>>,
     /// Its settings.
     pub policy: FilterPolicy,
 }

@@ -1,6 +1,6 @@
 //! The one place `bindgen!` runs: host-side bindings for the `agent`,
-//! `a2a-agent` and `filter` worlds of `wit/`, re-exported by name so nothing else depends on
-//! the generated module layout. `peers.call` is bound twice: synchronously
+//! `a2a-agent`, `filter` and `filter-effects` worlds of `wit/`, re-exported
+//! by name so nothing else depends on the generated module layout. `peers.call` is bound twice: synchronously
 //! for the load-time linker (where it refuses) and as an async host
 //! function for the request path (where it awaits the callee).
 
@@ -57,6 +57,22 @@ pub(crate) mod generated {
             with: {
                 "wharf:plugin/host": super::agent::wharf::plugin::host,
                 "wharf:plugin/types": super::agent::wharf::plugin::types,
+                "wharf:plugin/filtering": super::filter_effects::wharf::plugin::filtering,
+            },
+        });
+    }
+
+    /// The filter world with `effects` (only that export is called through
+    /// it, once, at load time). Its `filtering` types are the ones both
+    /// filter worlds use: generated here, owned, since the declaration's
+    /// records appear in no function of the plain `filter` world.
+    pub mod filter_effects {
+        wasmtime::component::bindgen!({
+            path: "../../wit",
+            world: "filter-effects",
+            with: {
+                "wharf:plugin/host": super::agent::wharf::plugin::host,
+                "wharf:plugin/types": super::agent::wharf::plugin::types,
             },
         });
     }
@@ -78,15 +94,19 @@ pub use generated::agent::wharf::plugin::types::{
     RequestResult as OwnedGuestRequest, Response as GuestResponse, Skill,
 };
 pub use generated::agent::{Agent, AgentIndices, AgentPre};
+pub use generated::filter::{Filter, FilterPre};
+pub use generated::filter_effects::FilterEffectsPre;
 #[cfg(feature = "fuzzing")]
-pub use generated::filter::wharf::plugin::filtering::{
+pub use generated::filter_effects::wharf::plugin::filtering::{
     Audit as GuestAudit, Redirect as GuestRedirect,
 };
-pub use generated::filter::wharf::plugin::filtering::{
+pub use generated::filter_effects::wharf::plugin::filtering::{
+    Cors as GuestCors, Effects as GuestEffects, HeaderLimits as GuestHeaderLimits,
+};
+pub use generated::filter_effects::wharf::plugin::filtering::{
     Decision as GuestDecision, HeaderOp as GuestHeaderOp, Host as FilteringHost,
     Phases as GuestPhases, Verdict as GuestVerdict,
 };
-pub use generated::filter::{Filter, FilterPre};
 pub use generated::peers_async::wharf::plugin::peers::{
     CallError as AsyncCallError, Host as PeersAsyncHost,
 };

@@ -26,11 +26,11 @@ const MAX_HEADER_OPS: usize = 256;
 
 /// A compiled, type-checked filter ready to be instantiated.
 pub struct FilterImage {
-    engine: Engine,
-    pre: FilterPre<GuestState>,
+    pub(super) engine: Engine,
+    pub(super) pre: FilterPre<GuestState>,
     pre_async: FilterPre<GuestState>,
-    identity: Arc<GuestIdentity>,
-    limits: Limits,
+    pub(super) identity: Arc<GuestIdentity>,
+    pub(super) limits: Limits,
 }
 
 /// A live filter instance.
@@ -80,18 +80,7 @@ impl Live<Filter> {
             .exports
             .call_phases(&mut self.store)
             .map_err(|e| classify(&self.store, e))?;
-        let mut phases = Phases::default();
-        for (flag, phase) in [
-            (GuestPhases::REQUEST_HEADERS, Phase::RequestHeaders),
-            (GuestPhases::REQUEST_BODY, Phase::RequestBody),
-            (GuestPhases::RESPONSE_HEADERS, Phase::ResponseHeaders),
-            (GuestPhases::RESPONSE_BODY, Phase::ResponseBody),
-        ] {
-            if flags.contains(flag) {
-                phases = phases.with(phase);
-            }
-        }
-        Ok(phases)
+        Ok(phases_from_guest(flags))
     }
 
     /// Runs one phase on a fiber. `req.body` is what the filter inspects in
@@ -156,8 +145,28 @@ impl Live<Filter> {
     }
 }
 
+/// The host's form of a guest's phase flags.
+pub(super) fn phases_from_guest(flags: GuestPhases) -> Phases {
+    let mut phases = Phases::default();
+    for (flag, phase) in [
+        (GuestPhases::REQUEST_HEADERS, Phase::RequestHeaders),
+        (GuestPhases::REQUEST_BODY, Phase::RequestBody),
+        (GuestPhases::RESPONSE_HEADERS, Phase::ResponseHeaders),
+        (GuestPhases::RESPONSE_BODY, Phase::ResponseBody),
+    ] {
+        if flags.contains(flag) {
+            phases = phases.with(phase);
+        }
+    }
+    phases
+}
+
 /// Checks a guest's verdict against the contract for `phase`.
-fn verdict_from_guest(v: GuestVerdict, phase: Phase, max_body: usize) -> Result<Verdict, String> {
+pub(super) fn verdict_from_guest(
+    v: GuestVerdict,
+    phase: Phase,
+    max_body: usize,
+) -> Result<Verdict, String> {
     let decision = match v.decision {
         GuestDecision::Allow => Decision::Allow,
         GuestDecision::Block(resp) => {
@@ -275,7 +284,7 @@ fn header_ops(ops: Vec<GuestHeaderOp>) -> Result<Vec<HeaderOp>, String> {
 }
 
 /// At most [`MAX_AUDIT_TEXT`] bytes, cut at a char boundary.
-fn clip(s: &str) -> &str {
+pub(super) fn clip(s: &str) -> &str {
     let mut end = s.len().min(MAX_AUDIT_TEXT);
     while !s.is_char_boundary(end) {
         end -= 1;

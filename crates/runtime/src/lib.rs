@@ -10,6 +10,7 @@ mod bindings;
 mod cache;
 mod call;
 mod convert;
+mod effects;
 mod engine;
 mod filter;
 mod http;

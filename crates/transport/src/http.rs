@@ -64,6 +64,9 @@ pub(crate) async fn list_agents(State(state): State<Arc<AppState>>) -> Json<Valu
             "signed_by": f.origin.signed_by,
             "card": Value::Null,
             "phases": f.phases.names(),
+            // With declared effects: the phases still called, where the
+            // route does not override the filter's config.
+            "called_in": f.effects.as_ref().map_or(f.phases, |fx| fx.phases).names(),
             "mode": match f.policy.mode {
                 wharf_config::FilterMode::Enforce => "enforce",
                 wharf_config::FilterMode::Detect => "detect",

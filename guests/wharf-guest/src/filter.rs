@@ -15,8 +15,12 @@
 
 pub use crate::filter_bindings::Guest;
 pub use crate::filter_bindings::wharf::plugin::filtering::{
-    Audit, Decision, HeaderOp, Phases, Redirect, Verdict,
+    Audit, Cors, Decision, Effects, HeaderLimits, HeaderOp, Phases, Redirect, Verdict,
 };
+/// A filter that also declares what the host may apply for it without
+/// calling it (the `filter-effects` world); export it with
+/// [`crate::export_filter_effects!`].
+pub use crate::filter_effects_bindings::Guest as EffectsGuest;
 /// A filter that also builds its start-up state once, at load time, for
 /// the host to snapshot (the `filter-preinit` world); export it with
 /// [`crate::export_filter_preinit!`].

@@ -1,6 +1,8 @@
 //! Rust bindings for Wharf's `agent` and `filter` worlds, generated once so
 //! each agent crate only implements [`Guest`] and calls [`export_agent!`],
-//! and each filter implements [`filter::Guest`] and calls [`export_filter!`].
+//! and each filter implements [`filter::Guest`] and calls [`export_filter!`]
+//! (or [`filter::PreinitGuest`] with [`export_filter_preinit!`], or
+//! [`filter::EffectsGuest`] with [`export_filter_effects!`]).
 //!
 //! ```ignore
 //! struct Echo;
@@ -48,6 +50,23 @@ pub mod filter_preinit_bindings {
         pub_export_macro: true,
         export_macro_name: "export_filter_preinit",
         default_bindings_module: "wharf_guest::filter_preinit_bindings",
+        with: {
+            "wharf:plugin/host@0.2.0": crate::bindings::wharf::plugin::host,
+            "wharf:plugin/types@0.2.0": crate::bindings::wharf::plugin::types,
+            "wharf:plugin/filtering@0.2.0": crate::filter_bindings::wharf::plugin::filtering,
+        },
+    });
+}
+
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)] // the response-body hook's lowered ABI
+pub mod filter_effects_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "filter-effects",
+        pub_export_macro: true,
+        export_macro_name: "export_filter_effects",
+        default_bindings_module: "wharf_guest::filter_effects_bindings",
         with: {
             "wharf:plugin/host@0.2.0": crate::bindings::wharf::plugin::host,
             "wharf:plugin/types@0.2.0": crate::bindings::wharf::plugin::types,
@@ -151,6 +170,7 @@ pub use bindings::wharf::plugin::host::{self, Level, config, log};
 pub use bindings::wharf::plugin::types::Skill;
 pub use bindings::{Card, Error, Guest, Health, Request, Response, export_agent};
 pub use filter_bindings::export_filter;
+pub use filter_effects_bindings::export_filter_effects;
 pub use filter_preinit_bindings::export_filter_preinit;
 
 impl Card {

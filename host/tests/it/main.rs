@@ -18,6 +18,7 @@ mod cluster_topics;
 mod common;
 mod compose;
 mod config_golden;
+mod effects;
 mod faults;
 mod filters;
 mod hazards;

@@ -15,12 +15,17 @@
 //!   `content-length`, reach the agent).
 //! - `max-headers` (default 100) and `max-header-bytes` (default 32768):
 //!   past either, 431.
+//! - `declare` (`on` by default): the filter declares at load time what
+//!   it does the same way on every request (security headers, CORS, the
+//!   limits) and the host applies it without calling the filter; with
+//!   deny, strip or allow lists the request phase stays the filter's.
+//!   `off`: every phase is a call, answering the same bytes.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use wharf_guest::filter::{Phases, Verdict};
+use wharf_guest::filter::{Cors, Effects, HeaderLimits, Phases, Verdict};
 use wharf_guest::{Head, config, header_pairs, json_string};
 
 /// One route's settings, read through `config()` on its first request.
@@ -125,9 +130,67 @@ fn text(v: &[u8]) -> &str {
     std::str::from_utf8(v).unwrap_or("")
 }
 
+/// What the host may apply without calling the filter, for the filter's
+/// own config (a route that overrides it is served by calls). The request
+/// phase is declared only when all of it can be (no deny, strip or allow
+/// list): the host checks the declaration before it calls the guest, and
+/// the deny list comes before the preflight here.
+fn declared() -> Effects {
+    let all = Phases::REQUEST_HEADERS | Phases::RESPONSE_HEADERS;
+    let mut fx = Effects {
+        phases: all,
+        header_limits: None,
+        cors: None,
+        response_defaults: Vec::new(),
+    };
+    if config("declare").as_deref() == Some("off") {
+        return fx;
+    }
+    let s = read_settings();
+    let whole_request = s.deny.is_empty() && s.strip.is_empty() && s.allow.is_empty();
+    if whole_request {
+        fx.phases = Phases::empty();
+        fx.header_limits = Some(HeaderLimits {
+            max_count: s.max_headers.min(u32::MAX as usize) as u32,
+            too_many: refuse(431, "headers-too-many", "too many request headers"),
+            max_bytes: s.max_header_bytes.min(u32::MAX as usize) as u32,
+            too_large: refuse(
+                431,
+                "headers-too-large",
+                "the request headers are too large",
+            ),
+        });
+        fx.cors = s.cors_origins.clone().map(|origins| Cors {
+            origins,
+            methods: s.cors_methods.clone(),
+            headers: s.cors_headers.clone(),
+            max_age: s.cors_max_age.clone(),
+            credentials: s.cors_credentials,
+            refused: refuse(403, "cors-origin", "this origin may not call this endpoint"),
+        });
+    } else if s.cors_origins.is_some() {
+        // CORS on responses stays with the request phase's preflights.
+        return fx;
+    } else {
+        fx.phases = Phases::REQUEST_HEADERS;
+    }
+    if s.security {
+        fx.response_defaults = s
+            .security_headers
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.clone().into_bytes()))
+            .collect();
+    }
+    fx
+}
+
 struct Headers;
 
-impl wharf_guest::filter::Guest for Headers {
+impl wharf_guest::filter::EffectsGuest for Headers {
+    fn effects() -> Effects {
+        declared()
+    }
+
     fn phases() -> Phases {
         Phases::REQUEST_HEADERS | Phases::RESPONSE_HEADERS
     }
@@ -244,4 +307,4 @@ impl wharf_guest::filter::Guest for Headers {
     }
 }
 
-wharf_guest::export_filter!(Headers);
+wharf_guest::export_filter_effects!(Headers);

@@ -4,11 +4,12 @@
 //! PHASE one of `rh` `rb` `sh` `sb` (request headers/body, response
 //! headers/body). It reports the phases one instance saw for the request in
 //! the response header `x-probe-NAME-seen`, and its lifetime call count in
-//! `x-probe-NAME-calls`.
+//! `x-probe-NAME-calls`. Config `declare` makes its declared effects
+//! (`effects`) one the host must refuse; absent, it declares nothing.
 
 use std::cell::RefCell;
 
-use wharf_guest::filter::{Phases, Verdict};
+use wharf_guest::filter::{Effects, EffectsGuest, HeaderLimits, Phases, Verdict};
 use wharf_guest::{Response, config, header_pairs};
 
 thread_local! {
@@ -139,7 +140,43 @@ fn run(phase: &'static str, headers: &[u8], body_len: Option<usize>) -> Verdict 
     v
 }
 
-impl wharf_guest::filter::Guest for Probe {
+/// What `effects` declares, by config `declare`: nothing (absent), or a
+/// declaration the host must refuse at load (`bad-header`,
+/// `allow-refusal`, `extra-phase`, `many-defaults`, `trap`).
+fn declared() -> Effects {
+    let mut fx = Effects {
+        phases: <Probe as EffectsGuest>::phases(),
+        header_limits: None,
+        cors: None,
+        response_defaults: Vec::new(),
+    };
+    match config("declare").as_deref() {
+        Some("bad-header") => fx.response_defaults = vec![("Bad Name".into(), b"x".to_vec())],
+        Some("allow-refusal") => {
+            fx.header_limits = Some(HeaderLimits {
+                max_count: 1,
+                too_many: Verdict::allow(),
+                max_bytes: 1,
+                too_large: Verdict::allow(),
+            })
+        }
+        Some("extra-phase") => fx.phases = Phases::all(),
+        Some("many-defaults") => {
+            fx.response_defaults = (0..257)
+                .map(|i| (format!("x-d{i}"), b"x".to_vec()))
+                .collect()
+        }
+        Some("trap") => panic!("declaring traps"),
+        _ => {}
+    }
+    fx
+}
+
+impl EffectsGuest for Probe {
+    fn effects() -> Effects {
+        declared()
+    }
+
     fn phases() -> Phases {
         let wanted = config("phases").unwrap_or_else(|| "rh,rb,sh,sb".into());
         let mut p = Phases::empty();
@@ -183,4 +220,4 @@ impl wharf_guest::filter::Guest for Probe {
     }
 }
 
-wharf_guest::export_filter!(Probe);
+wharf_guest::export_filter_effects!(Probe);
