@@ -11,7 +11,7 @@ use super::walker::{Walker, clamp_u32, set};
 use super::{Affinity, AffinitySource, Breaker, Health, Instances, Load, Mode, RateKey, RateLimit};
 
 pub(super) const INSTANCES: &[&str] = &["mode", "max", "max-uses", "max-memory", "queue", "ahead"];
-pub(super) const HEALTH: &[&str] = &["interval", "unhealthy-after"];
+pub(super) const HEALTH: &[&str] = &["interval", "idle-interval", "unhealthy-after"];
 pub(super) const BREAKER: &[&str] = &["failures", "cool-down"];
 pub(super) const AFFINITY: &[&str] = &["header", "cookie", "ttl", "capacity"];
 pub(super) const RATE_LIMIT: &[&str] = &["requests", "per", "burst", "by"];
@@ -69,6 +69,7 @@ impl Walker {
         for child in self.block(node) {
             match child.name().value() {
                 "interval" => set(&mut h.interval, self.duration(child)),
+                "idle-interval" => set(&mut h.idle_interval, self.duration(child)),
                 "unhealthy-after" => set(&mut h.unhealthy_after, self.count(child).map(clamp_u32)),
                 _ => self.unknown(child, "in `health`", HEALTH),
             }

@@ -69,6 +69,7 @@ const DURATIONS: &[(&str, Duration, Duration)] = &[
     ("write-timeout", Duration::from_millis(100), HOUR),
     ("frame-timeout", MS, HOUR),
     ("interval", Duration::from_millis(10), DAY),
+    ("idle-interval", Duration::from_millis(10), DAY),
     ("cool-down", MS, DAY),
     ("ttl", MS, secs(30 * 86_400)),
     ("per", MS, DAY),

@@ -82,6 +82,11 @@ impl Default for Instances {
 pub struct Health {
     /// How often the `health` export is probed.
     pub interval: Duration,
+    /// How often it is probed instead while the agent is healthy and has
+    /// served nothing since its last probe (never shorter than
+    /// `interval`): a directory of idle agents is not instantiated over
+    /// and over to learn what its last probe said.
+    pub idle_interval: Duration,
     /// Consecutive failures that make an instance (or agent) unhealthy.
     pub unhealthy_after: u32,
 }
@@ -90,6 +95,7 @@ impl Default for Health {
     fn default() -> Self {
         Health {
             interval: Duration::from_secs(10),
+            idle_interval: Duration::from_secs(60),
             unhealthy_after: 3,
         }
     }

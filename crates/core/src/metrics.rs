@@ -239,6 +239,7 @@ impl Metrics {
             ahead_misses: counter(r, "wharf_instances_ahead_total", with("outcome", "miss")),
             breaker_state: gauge(r, "wharf_breaker_state", base.clone()),
             healthy: gauge(r, "wharf_agent_healthy", base.clone()),
+            probes: counter(r, "wharf_health_probes_total", Vec::new()),
             memory_max: {
                 // The peak starts again with each route (start or reload).
                 let g = gauge(r, "wharf_instance_memory_max_bytes", base);
@@ -358,6 +359,8 @@ pub struct AgentMetrics {
     pub breaker_state: Gauge,
     /// 1 when the agent is healthy, else 0.
     pub healthy: Gauge,
+    /// Health probes of every agent (one series, no label).
+    pub probes: Counter,
     /// The most linear memory a warm instance held after a call, since the
     /// agent's route was built (at start, and again on each reload).
     memory_max: Gauge,

@@ -16,7 +16,7 @@ pub mod stream;
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use governor::clock::{Clock, DefaultClock};
@@ -92,7 +92,10 @@ pub struct AgentRoute {
     pub breaker: CircuitBreaker,
     limiter: Option<(DefaultKeyedRateLimiter<String>, RateKey)>,
     service: service::AgentService,
-    next_probe_ms: AtomicU64,
+    /// When it was last probed (at first: when the route was made).
+    probed_ms: AtomicU64,
+    /// Whether it was asked anything since.
+    served: AtomicBool,
 }
 
 /// The routes for one registry snapshot.
@@ -190,12 +193,11 @@ impl AgentRoute {
             breaker: CircuitBreaker::new(policy.breaker.failures, policy.breaker.cool_down),
             limiter,
             service: service::stack(core.clone()),
-            // The first probe is an interval away: loading the agent has
-            // just instantiated it (so a directory of thousands loading
-            // while serving does not probe each as it is published).
-            next_probe_ms: AtomicU64::new(clock::now_ms().saturating_add(
-                u64::try_from(policy.health.interval.as_millis()).unwrap_or(u64::MAX),
-            )),
+            // Made as if just probed: loading the agent has just
+            // instantiated it (so a directory of thousands loading while
+            // serving does not probe each as it is published).
+            probed_ms: AtomicU64::new(clock::now_ms()),
+            served: AtomicBool::new(false),
             core,
         }
     }
@@ -224,6 +226,11 @@ impl AgentRoute {
     /// recording the outcome in health, breaker and metrics.
     pub async fn dispatch(&self, req: Request) -> Result<Response, RouteError> {
         let started = Instant::now();
+        // Read first: a busy agent's flag stays set without a write per
+        // request to a line every worker shares.
+        if !self.served.load(Ordering::Relaxed) {
+            self.served.store(true, Ordering::Relaxed);
+        }
         let result = self.admit_and_call(req).await;
         self.core.metrics.request(started.elapsed());
         result
@@ -273,18 +280,27 @@ impl AgentRoute {
         result
     }
 
-    /// Probes health when its interval is due: idle warm instances, or one
-    /// fresh instance for fresh agents.
+    /// Probes health when it is due: idle warm instances, or one fresh
+    /// instance for fresh agents. It is due an `interval` after the last
+    /// probe, or an `idle-interval` after it while the agent is healthy
+    /// and has served nothing since (the request that ends the quiet
+    /// brings the next probe back to `interval`).
     pub async fn probe_if_due(&self) {
         let now = clock::now_ms();
-        if now < self.next_probe_ms.load(Ordering::Relaxed) {
+        let health = &self.core.policy.health;
+        let quiet = !self.served.load(Ordering::Relaxed) && self.core.health.is_healthy();
+        let wait = match quiet {
+            true => health.idle_interval.max(health.interval),
+            false => health.interval,
+        };
+        let wait = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        if now < self.probed_ms.load(Ordering::Relaxed).saturating_add(wait) {
             return;
         }
-        let interval =
-            u64::try_from(self.core.policy.health.interval.as_millis()).unwrap_or(u64::MAX);
-        self.next_probe_ms
-            .store(now.saturating_add(interval), Ordering::Relaxed);
+        self.probed_ms.store(now, Ordering::Relaxed);
+        self.served.store(false, Ordering::Relaxed);
         let core = &self.core;
+        core.metrics.probes.increment(1);
         match &core.pool {
             Some(pool) => pool.probe(&core.metrics).await,
             None => {

@@ -272,3 +272,43 @@ async fn a_declaration_that_breaks_the_contract_refuses_the_filter() {
     assert_eq!(reply.status, 200, "{}", reply.text());
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn more_origins_than_the_host_takes_are_left_to_calls() {
+    // 1,025 origins: past what a declaration may list, so the policy
+    // declares nothing for the request phase and still loads and answers.
+    let mut origins: Vec<String> = (0..1024).map(|i| format!("https://o{i}.example")).collect();
+    origins.push("https://app.example".into());
+    let (_dir, server) = serve(&format!("cors-origins \"{}\"", origins.join(" "))).await;
+    let answers = same_answers(&server).await;
+    assert_eq!(answers[6].0, 204, "the last origin's preflight is answered");
+    let sample = "wharf_filter_calls_total{filter=\"declared\",phase=\"request_headers\"}";
+    assert_eq!(metric(&server, sample).await, 12.0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_detect_mode_declared_verdicts_are_recorded_not_applied() {
+    let dir = agents_dir(&["headers"]);
+    copy_guest(dir.path(), "echo", "a");
+    let audit = dir.path().join("audit.jsonl");
+    let kdl = format!(
+        "filter \"headers\" {{ mode \"detect\"; config {{ max-headers 3 }} }}\n\
+         agent \"a\" {{ filters \"headers\" }}\naudit \"{}\"\n",
+        audit.display()
+    );
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    let many: Vec<(&str, &str)> = (0..5).map(|_| ("x-many", "1")).collect();
+    let reply = answer(&server.url("/agents/a/p"), Method::GET, &many).await;
+    assert_eq!(reply.0, 200, "detect mode refuses nothing");
+    assert_eq!(header(&reply, "x-frame-options"), None, "nor adds headers");
+    let line = crate::filters::read_audit(&audit, 1).await.remove(0);
+    let v = &line["verdicts"][0];
+    assert_eq!(v["decision"], "block");
+    assert_eq!(v["enforced"], false);
+    assert_eq!(v["rule_ids"][0], "headers-too-many");
+    let sample = "wharf_filter_decisions_total{filter=\"headers\",phase=\"request_headers\",decision=\"block\",enforced=\"false\"}";
+    assert_eq!(metric(&server, sample).await, 1.0);
+    assert_eq!(calls(&server, "headers").await, 0.0);
+    server.stop().await;
+}

@@ -253,7 +253,7 @@ async fn detect_mode_records_but_applies_nothing() {
 }
 
 /// Waits for `n` lines in the audit file (it is written by a background thread).
-async fn read_audit(path: &Path, n: usize) -> Vec<serde_json::Value> {
+pub(crate) async fn read_audit(path: &Path, n: usize) -> Vec<serde_json::Value> {
     for _ in 0..500 {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let lines: Vec<serde_json::Value> = text

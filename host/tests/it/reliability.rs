@@ -161,7 +161,7 @@ fn place(key: &str, value: &str) -> String {
         }
         // Fresh instances made ahead: the echo agent runs fresh here.
         "ahead" => format!("agent \"echo\" {{ instances {{ mode \"fresh\"; ahead {v} }} }}"),
-        "unhealthy-after" | "interval" => format!("health {{ {key} {v} }}"),
+        "unhealthy-after" | "interval" | "idle-interval" => format!("health {{ {key} {v} }}"),
         "failures" | "cool-down" => format!("breaker {{ {key} {v} }}"),
         "capacity" | "ttl" => format!("affinity {{ header \"x-s\"; {key} {v} }}"),
         "requests" | "per" | "burst" => format!("rate-limit {{ {key} {v} }}"),

@@ -337,6 +337,34 @@ async fn the_health_probe_retires_an_instance_that_reports_unhealthy() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_agent_with_no_traffic_waits_its_idle_interval_for_a_probe() {
+    let dir = agents_dir(&["counter"]);
+    let kdl = r#"
+        agent "counter" {
+            instances { mode "warm"; max 2 }
+            affinity { header "x-session-id" }
+            health { interval "100ms"; idle-interval "1h"; unhealthy-after 1 }
+        }
+    "#;
+    let server = Server::start(config(dir.path(), kdl)).await;
+    let probes = "wharf_health_probes_total";
+    // Probes are looked at every second: three looks, an interval past
+    // due each, and none probes the idle agent.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(metric(&server, probes).await, 0.0, "no probe while idle");
+    // A request ends the quiet: the next look probes at the interval, and
+    // finds the instance the request made sick.
+    assert_eq!(session(&server, "counter", "f", "sick").await.text(), "f 1");
+    let retired = r#"wharf_instances_retired_total{agent="counter",reason="unhealthy"}"#;
+    wait_until("the probe retires the sick instance", || async {
+        metric(&server, retired).await == 1.0
+    })
+    .await;
+    assert!(metric(&server, probes).await >= 1.0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn metrics_and_health_endpoints_describe_what_happened() {
     let dir = agents_dir(&["echo", "counter"]);
     let server = Server::start(config(dir.path(), WARM_COUNTER)).await;

@@ -130,11 +130,14 @@ fn text(v: &[u8]) -> &str {
     std::str::from_utf8(v).unwrap_or("")
 }
 
+/// Most CORS origins the host takes in a declaration.
+const MAX_DECLARED_ORIGINS: usize = 1024;
+
 /// What the host may apply without calling the filter, for the filter's
 /// own config (a route that overrides it is served by calls). The request
 /// phase is declared only when all of it can be (no deny, strip or allow
-/// list): the host checks the declaration before it calls the guest, and
-/// the deny list comes before the preflight here.
+/// list, at most 1,024 origins): the host checks the declaration before it
+/// calls the guest, and the deny list comes before the preflight here.
 fn declared() -> Effects {
     let all = Phases::REQUEST_HEADERS | Phases::RESPONSE_HEADERS;
     let mut fx = Effects {
@@ -147,8 +150,10 @@ fn declared() -> Effects {
         return fx;
     }
     let s = read_settings();
-    let whole_request = s.deny.is_empty() && s.strip.is_empty() && s.allow.is_empty();
-    if whole_request {
+    let lists = !(s.deny.is_empty() && s.strip.is_empty() && s.allow.is_empty());
+    // The host takes at most 1,024 origins (it compares each request's).
+    let origins = s.cors_origins.as_ref().map_or(0, Vec::len);
+    if !lists && origins <= MAX_DECLARED_ORIGINS {
         fx.phases = Phases::empty();
         fx.header_limits = Some(HeaderLimits {
             max_count: s.max_headers.min(u32::MAX as usize) as u32,

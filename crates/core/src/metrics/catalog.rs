@@ -204,6 +204,12 @@ pub const FAMILIES: &[Family] = &[
         "1 while the agent passes its health checks, else 0.",
     ),
     family(
+        "wharf_health_probes_total",
+        C,
+        &[],
+        "Health probes of all agents; an agent asked nothing since its last probe is probed at its idle-interval.",
+    ),
+    family(
         "wharf_outbound_requests_total",
         C,
         &["agent", "outcome"],
