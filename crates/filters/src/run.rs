@@ -119,19 +119,20 @@ impl<'a> ChainRun<'a> {
         route.entry.effects.as_deref()
     }
 
-    /// The phases filter `i`'s guest is called in for this request.
-    fn guest_phases(&self, i: usize) -> Phases {
-        self.effects(i)
-            .map_or(self.chain[i].entry.phases, |fx| fx.phases)
+    /// The phases filter `i`'s guest is called in for this request, given
+    /// its effects (`self.effects(i)`).
+    fn guest_phases(&self, i: usize, fx: Option<&Effects>) -> Phases {
+        fx.map_or(self.chain[i].entry.phases, |fx| fx.phases)
     }
 
     /// The request-headers phase; `req.body` is empty.
     pub async fn request_headers(&mut self, req: &mut Request) -> Result<Flow, FilterFailure> {
         for i in 0..self.chain.len() {
             self.ran = i + 1;
-            let phases = self.guest_phases(i);
+            let fx = self.effects(i);
+            let phases = self.guest_phases(i, fx);
             self.want_request_body[i] = phases.has(Phase::RequestBody);
-            if let Some(v) = self.effects(i).and_then(|fx| fx.on_request(req)) {
+            if let Some(v) = fx.and_then(|fx| fx.on_request(req)) {
                 self.record(i, Phase::RequestHeaders, &v);
                 if let Flow::Stop(resp) = self.apply_request(i, v, req) {
                     self.ran = i;
@@ -194,10 +195,11 @@ impl<'a> ChainRun<'a> {
     pub fn has_response_work(&self) -> bool {
         !self.response_ops.is_empty()
             || (0..self.ran).any(|i| {
-                let phases = self.guest_phases(i);
+                let fx = self.effects(i);
+                let phases = self.guest_phases(i, fx);
                 phases.has(Phase::ResponseHeaders)
                     || phases.has(Phase::ResponseBody)
-                    || self.effects(i).is_some_and(Effects::touches_response)
+                    || fx.is_some_and(Effects::touches_response)
             })
     }
 
@@ -213,9 +215,10 @@ impl<'a> ChainRun<'a> {
         }
         let mut want_body = vec![false; self.ran];
         for (i, want) in want_body.iter_mut().enumerate() {
-            let phases = self.guest_phases(i);
+            let fx = self.effects(i);
+            let phases = self.guest_phases(i, fx);
             *want = phases.has(Phase::ResponseBody);
-            if let Some(fx) = self.effects(i) {
+            if let Some(fx) = fx {
                 let ops = fx.on_response(req, &resp);
                 if !ops.is_empty() {
                     let mut v = Verdict::allow();

@@ -127,10 +127,10 @@ fn refusal(v: GuestVerdict, max_body: usize, what: &str) -> Result<Refusal, Stri
         && v.metadata.is_empty()
         && !v.want_body;
     match v.decision {
-        Decision::Block(mut resp) if plain => Ok(Refusal {
+        Decision::Block(resp) if plain => Ok(Refusal {
             status: resp.status,
-            headers: std::mem::take(&mut resp.headers),
-            body: resp.body.clone(),
+            headers: resp.headers,
+            body: resp.body,
             audit: v.audit,
         }),
         _ => Err(format!(
