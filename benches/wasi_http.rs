@@ -1,8 +1,9 @@
 //! A wasi:http component beside a Wharf agent doing the same work (a 1 KiB
 //! echo: `guests/http-echo`, written with the Rust `wasi` crate, and
-//! `guests/echo`), in process, through the same runtime: a call on a live
-//! instance, and a fresh instance made and called once. The difference is
-//! what wasi:http's resource calls cost.
+//! `guests/echo`), and a WASIp3 one (`guests/http-p3`, the `wasip3` crate,
+//! on the engine with concurrency support), in process, through the same
+//! runtime: a call on a live instance, and a fresh instance made and called
+//! once. The difference is what wasi:http's resource calls cost.
 //! Run with `cargo bench --bench wasi_http`; results go in BENCHMARKS.md.
 
 mod common;
@@ -18,7 +19,12 @@ use wharf::runtime::{EngineSettings, Runtime};
 fn calls(c: &mut Criterion) {
     let guests = common::guests_dir();
     let dir = tempfile::tempdir().unwrap();
-    for (file, name) in [("http_echo.wasm", "http"), ("echo.wasm", "agent")] {
+    let files = [
+        ("http_echo.wasm", "http"),
+        ("echo.wasm", "agent"),
+        ("http_p3.wasm", "http_p3"),
+    ];
+    for (file, name) in files {
         std::fs::copy(guests.join(file), dir.path().join(format!("{name}.wasm"))).unwrap();
     }
     let config = Config::parse("bench.kdl", "", dir.path()).unwrap();
@@ -29,7 +35,7 @@ fn calls(c: &mut Criterion) {
     req.body = Bytes::from(vec![b'x'; 1024]);
 
     let mut g = c.benchmark_group("wasi_http_1KiB");
-    for name in ["agent", "http"] {
+    for name in ["agent", "http", "http_p3"] {
         let image = &snapshot.agent(name).unwrap().image;
         let mut live = rt.block_on(image.instantiate_async()).unwrap();
         g.bench_function(format!("{name}/warm_call"), |b| {

@@ -123,10 +123,11 @@ build_c scribe a2a-agent
 build_http_py http_echo
 build_http_js http_echo
 
-# A WASIp3 component: the `wasip3` crate's own `http-proxy` example,
-# unmodified, at the version pinned here, built from its crates.io source
-# into the Rust directory as wasip3_http_proxy.wasm (Wharf refuses it by
-# name: docs/wasi-http.md).
+# WASIp3 components: the `wasip3` crate's own `http-proxy` and
+# `cli-command` examples, unmodified, at the version pinned here, built from
+# its crates.io source into the Rust directory as wasip3_http_proxy.wasm
+# (served) and wasip3_cli_command.wasm (refused by name: not an HTTP
+# handler; docs/wasi-http.md).
 build_wasip3_example() {
     local version="0.10.0+wasi-0.3.2" dir="$root/target/guests/upstream"
     local built="$root/target/guests/wasm32-wasip2/release/wasip3_http_proxy.wasm"
@@ -142,9 +143,37 @@ build_wasip3_example() {
     # workspace rather than a stray member of Wharf's.
     rm -rf "$dir/wasip3" && cp -r "$(dirname "$source")" "$dir/wasip3"
     printf '\n[workspace]\n' >> "$dir/wasip3/Cargo.toml"
-    cargo build --quiet --release --target wasm32-wasip2 --example http-proxy \
+    cargo build --quiet --release --target wasm32-wasip2 --example http-proxy --example cli-command \
         --manifest-path "$dir/wasip3/Cargo.toml" --target-dir "$dir/build"
+    cp "$dir/build/wasm32-wasip2/release/examples/cli_command.wasm" "$(dirname "$built")/wasip3_cli_command.wasm"
     cp "$dir/build/wasm32-wasip2/release/examples/http_proxy.wasm" "$built"
 }
 build_wasip3_example
+
+# A Spin component: the hello-world of `spin-sdk`'s README (Spin's Rust
+# SDK 7 builds only WASIp3 components), word for word, at the version
+# pinned here, into the Rust directory as spin_hello.wasm.
+build_spin_example() {
+    local version="7.0.0" dir="$root/target/guests/upstream/spin-hello"
+    local built="$root/target/guests/wasm32-wasip2/release/spin_hello.wasm"
+    [ -f "$built" ] && return 0
+    mkdir -p "$dir/src"
+    printf '[package]\nname = "spin-hello"\nversion = "0.0.0"\nedition = "2024"\npublish = false\n\n[lib]\ncrate-type = ["cdylib"]\n\n[dependencies]\nspin-sdk = "=%s"\n\n[workspace]\n' \
+        "$version" > "$dir/Cargo.toml"
+    cat > "$dir/src/lib.rs" <<'RUST'
+// lib.rs
+use spin_sdk::http::{IntoResponse, Request};
+use spin_sdk::http_service;
+
+/// A simple Spin HTTP component.
+#[http_service]
+async fn hello_world(_req: Request) -> impl IntoResponse {
+    "Hello, Spin"
+}
+RUST
+    cargo build --quiet --release --target wasm32-wasip2 \
+        --manifest-path "$dir/Cargo.toml" --target-dir "$root/target/guests/upstream/build"
+    cp "$root/target/guests/upstream/build/wasm32-wasip2/release/spin_hello.wasm" "$built"
+}
+build_spin_example
 echo "$root/target/guests/wasm32-wasip2/release"

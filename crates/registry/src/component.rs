@@ -37,40 +37,15 @@ pub fn world_of_file(path: &std::path::Path, max: u64) -> wharf_config::check::F
     }
 }
 
-/// The names a component imports and exports at its top level, read
-/// without compiling it; none when it cannot be parsed.
-pub(crate) fn top_level_items(bytes: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
-    let (mut imports, mut exports) = (Vec::new(), Vec::new());
-    let mut depth = 0usize;
-    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
-        match payload.ok()? {
-            wasmparser::Payload::Version { .. } => depth += 1,
-            wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
-            wasmparser::Payload::ComponentImportSection(reader) if depth == 1 => {
-                imports.extend(
-                    reader
-                        .into_iter()
-                        .flatten()
-                        .map(|i| i.name.name.to_string()),
-                );
-            }
-            wasmparser::Payload::ComponentExportSection(reader) if depth == 1 => {
-                exports.extend(
-                    reader
-                        .into_iter()
-                        .flatten()
-                        .map(|e| e.name.name.to_string()),
-                );
-            }
-            _ => {}
-        }
-    }
-    Some((imports, exports))
-}
+pub(crate) use wharf_runtime::top_level_items;
 
 /// Why a WASIp3 component is not served, naming what it exports (or
-/// imports) of WASI 0.3; none for any other component.
+/// imports) of WASI 0.3; none for any other component, and none for one
+/// that exports `wasi:http/handler@0.3.x` (served like a WASIp2 one).
 pub fn wasip3_refusal(bytes: &[u8]) -> Option<String> {
+    if wharf_runtime::exports_p3_handler(bytes) {
+        return None;
+    }
     let (imports, exports) = top_level_items(bytes)?;
     let p3 = |name: &&String| name.starts_with("wasi:") && name.contains("@0.3");
     let (how, name) = match exports.iter().find(p3) {
@@ -78,8 +53,9 @@ pub fn wasip3_refusal(bytes: &[u8]) -> Option<String> {
         None => ("imports", imports.iter().find(p3)?),
     };
     Some(format!(
-        "a WASIp3 component (it {how} `{name}`): Wharf serves WASIp2 components \
-         (wasi:http/incoming-handler@0.2.x) and its own agent, A2A and filter worlds, not WASIp3 yet"
+        "a WASIp3 component (it {how} `{name}`) that is not an HTTP handler: Wharf serves \
+         wasi:http components (wasi:http/handler@0.3.x, wasi:http/incoming-handler@0.2.x) \
+         and its own agent, A2A and filter worlds"
     ))
 }
 
@@ -100,7 +76,7 @@ pub fn world_of(bytes: &[u8]) -> Result<wharf_config::check::Found, NotAComponen
         Found::Agent
     } else if is("on-request-headers") || is("phases") {
         Found::Filter
-    } else if has("wasi:http/incoming-handler") {
+    } else if has("wasi:http/incoming-handler") || wharf_runtime::exports_p3_handler(bytes) {
         Found::WasiHttp
     } else if let Some(why) = wasip3_refusal(bytes) {
         Found::Unusable(why)

@@ -135,7 +135,7 @@ pub fn inspect_with_keys(
             None => return Err(err.into()),
         },
     };
-    let (imports, exports) = component_items(runtime.engine(), &component);
+    let (imports, exports) = component_items(&component);
     let (world, fits) = match runtime.prepare(&component) {
         Ok(Prepared::Agent(_))
             if exports
@@ -149,9 +149,12 @@ pub fn inspect_with_keys(
         }
         Ok(Prepared::Agent(_)) => (Some("agent"), "fits the agent world".to_string()),
         Ok(Prepared::Filter(_)) => (Some("filter"), "fits the filter world".to_string()),
-        Ok(Prepared::Http(_)) => (
+        Ok(Prepared::Http(pre)) => (
             Some("wasi-http"),
-            "fits wasi:http/proxy (a standard HTTP component, served like an agent)".to_string(),
+            format!(
+                "fits wasi:http (WASI {}: a standard HTTP component, served like an agent)",
+                pre.wasi()
+            ),
         ),
         Err(reason) => (None, reason.to_string()),
     };

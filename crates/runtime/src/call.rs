@@ -144,6 +144,8 @@ enum Kind {
     },
     /// `wasi:http/incoming-handler`: instantiated on the request path only.
     Http(ProxyPre<GuestState>),
+    /// `wasi:http/handler@0.3` (WASIp3), on its own engine: likewise.
+    HttpP3(wasmtime_wasi_http::p3::bindings::ServicePre<GuestState>),
 }
 
 /// The exports of a live agent instance.
@@ -152,6 +154,8 @@ pub enum Exports {
     Agent(Agent),
     /// `wasi:http/proxy`.
     Http(Proxy),
+    /// `wasi:http/handler@0.3` (WASIp3).
+    HttpP3(super::p3::P3Service),
 }
 
 impl AgentImage {
@@ -186,13 +190,17 @@ impl AgentImage {
 
     pub(crate) fn http(
         engine: Engine,
-        pre: ProxyPre<GuestState>,
+        pre: super::HttpPre,
         identity: GuestIdentity,
         limits: Limits,
     ) -> Self {
+        let kind = match pre {
+            super::HttpPre::P2(pre) => Kind::Http(pre),
+            super::HttpPre::P3(pre) => Kind::HttpP3(pre),
+        };
         AgentImage {
             engine,
-            kind: Kind::Http(pre),
+            kind,
             identity: Arc::new(identity),
             limits,
         }
@@ -203,7 +211,7 @@ impl AgentImage {
     pub fn streams(&self) -> bool {
         match &self.kind {
             Kind::Agent { streams, .. } => *streams,
-            Kind::Http(_) => true,
+            Kind::Http(_) | Kind::HttpP3(_) => true,
         }
     }
 
@@ -214,7 +222,7 @@ impl AgentImage {
 
     /// Whether it is a `wasi:http/proxy` component.
     pub fn is_http(&self) -> bool {
-        matches!(&self.kind, Kind::Http(_))
+        matches!(&self.kind, Kind::Http(_) | Kind::HttpP3(_))
     }
 
     /// The limits it runs under.
@@ -272,7 +280,7 @@ impl AgentImage {
                 let instance = pre.instance_pre().instantiate(&mut store);
                 self.live(store, instance, a2a)
             }
-            Kind::Http(_) => Err(CallError::Instantiate(
+            Kind::Http(_) | Kind::HttpP3(_) => Err(CallError::Instantiate(
                 "a wasi:http component runs on the request path only".into(),
             )),
         }
@@ -306,6 +314,13 @@ impl AgentImage {
                 let proxy = by_deadline(deadline, pre.instantiate_async(&mut store)).await;
                 let proxy = proxy.ok_or(CallError::Deadline)?;
                 Live::new(store, proxy.map(Exports::Http), self.limits)
+            }
+            Kind::HttpP3(pre) => {
+                let deadline = store.data().deadline_at;
+                let service = by_deadline(deadline, pre.instantiate_async(&mut store)).await;
+                let service = service.ok_or(CallError::Deadline)?;
+                let exports = service.map(|s| Exports::HttpP3(Arc::new(s)));
+                Live::new(store, exports, self.limits)
             }
         }
     }
@@ -359,12 +374,15 @@ impl Live<Exports> {
     /// on a fiber; a turn's answer is an empty 200, its outcome having gone
     /// to the turn's event channel.
     pub async fn call_async(&mut self, req: &Request) -> Result<Response, CallError> {
-        if let Exports::Http(_) = &self.exports {
+        if let Exports::Http(_) | Exports::HttpP3(_) = &self.exports {
             let sink = match &req.call {
                 wharf_core::request::Call::Streamed(sink) => Some(sink),
                 _ => None,
             };
-            return self.http_async(req, sink).await;
+            return match &self.exports {
+                Exports::HttpP3(_) => self.http_p3_async(req, sink).await,
+                _ => self.http_async(req, sink).await,
+            };
         }
         match &req.call {
             wharf_core::request::Call::Handle => self.handle_async(req).await,
@@ -531,7 +549,7 @@ impl<E> Live<E> {
 fn agent(exports: &Exports) -> Result<&Agent, CallError> {
     match exports {
         Exports::Agent(agent) => Ok(agent),
-        Exports::Http(_) => Err(CallError::Internal(
+        Exports::Http(_) | Exports::HttpP3(_) => Err(CallError::Internal(
             "a wasi:http component has no Wharf agent exports".into(),
         )),
     }

@@ -68,8 +68,17 @@ impl Default for EngineSettings {
 
 /// Builds the engine, trying the pooling allocator first when asked.
 pub(crate) fn build(settings: &EngineSettings) -> wasmtime::Result<(Engine, Allocation)> {
+    build_with(settings, |_| {})
+}
+
+/// [`build`], with `more` applied to the configuration.
+pub(crate) fn build_with(
+    settings: &EngineSettings,
+    more: impl Fn(&mut Config),
+) -> wasmtime::Result<(Engine, Allocation)> {
     if settings.pooling {
         let mut config = base_config(settings);
+        more(&mut config);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool(settings)));
         match Engine::new(&config) {
             Ok(engine) => return Ok((engine, Allocation::Pooling)),
@@ -80,6 +89,7 @@ pub(crate) fn build(settings: &EngineSettings) -> wasmtime::Result<(Engine, Allo
         }
     }
     let mut config = base_config(settings);
+    more(&mut config);
     config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
     Ok((Engine::new(&config)?, Allocation::OnDemand))
 }

@@ -77,7 +77,10 @@ impl Live<Exports> {
 /// The neutral request as the guest's `incoming-request`: the host from
 /// `Host` (or `localhost`), the path below the agent's mount point, the
 /// request id and the metadata filters attached as headers.
-fn incoming(req: &Request, over: &OverLimit) -> http::Request<wasmtime_wasi_http::WasiBody> {
+pub(super) fn incoming(
+    req: &Request,
+    over: &OverLimit,
+) -> http::Request<wasmtime_wasi_http::WasiBody> {
     let authority = req
         .headers
         .get(http::header::HOST)
@@ -116,7 +119,7 @@ fn incoming(req: &Request, over: &OverLimit) -> http::Request<wasmtime_wasi_http
 }
 
 /// Set when a request body read as it arrived passed its limit.
-type OverLimit = std::sync::Arc<std::sync::OnceLock<usize>>;
+pub(super) type OverLimit = std::sync::Arc<std::sync::OnceLock<usize>>;
 
 /// A request body the guest reads as it arrives; past the limit, or when
 /// the client goes away, its next read fails.
@@ -262,7 +265,7 @@ async fn finish(
     })
 }
 
-fn gather(into: &mut BytesMut, chunk: Bytes, limit: usize) -> Result<(), String> {
+pub(super) fn gather(into: &mut BytesMut, chunk: Bytes, limit: usize) -> Result<(), String> {
     if into.len() + chunk.len() > limit {
         return Err(format!(
             "the response body passed the limit of {limit} bytes"

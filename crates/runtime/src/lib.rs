@@ -15,6 +15,7 @@ mod engine;
 mod filter;
 mod http;
 mod outbound;
+mod p3;
 mod peers;
 mod preinit;
 mod state;
@@ -35,6 +36,7 @@ pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
 pub use filter::fuzz_verdict;
 pub use filter::{FilterImage, FilterLive};
 pub use outbound::OutboundAccess;
+pub use p3::{exports_p3_handler, top_level_items};
 pub use preinit::wants_preinit;
 pub use state::{GuestIdentity, GuestState};
 pub use tls::{ClientTls, TlsError};
@@ -70,13 +72,29 @@ pub enum Prepared {
     Agent(AgentPres),
     /// A filter.
     Filter(FilterPres),
-    /// A `wasi:http/proxy` component.
+    /// A `wasi:http/proxy` component (WASIp2) or a `wasi:http/handler@0.3`
+    /// one (WASIp3).
     Http(HttpPre),
 }
 
-/// A `wasi:http/proxy` component pre-instantiated against the async linker
-/// (it runs on the request path only).
-pub struct HttpPre(bindings::ProxyPre<GuestState>);
+/// A `wasi:http` component pre-instantiated against the async linker (it
+/// runs on the request path only).
+pub enum HttpPre {
+    /// `wasi:http/incoming-handler@0.2`, on the main engine.
+    P2(bindings::ProxyPre<GuestState>),
+    /// `wasi:http/handler@0.3`, on the WASIp3 engine.
+    P3(wasmtime_wasi_http::p3::bindings::ServicePre<GuestState>),
+}
+
+impl HttpPre {
+    /// The WASI version it was written for: `"0.2"` or `"0.3"`.
+    pub fn wasi(&self) -> &'static str {
+        match self {
+            HttpPre::P2(_) => "0.2",
+            HttpPre::P3(_) => "0.3",
+        }
+    }
+}
 
 /// A filter pre-instantiated against both linkers, as for agents.
 pub struct FilterPres {
@@ -114,6 +132,10 @@ pub struct Runtime {
     linker_async: Linker<GuestState>,
     allocation: Allocation,
     cache: Option<ArtifactCache>,
+    settings: EngineSettings,
+    /// The WASIp3 engine, made when the first WASIp3 component is compiled
+    /// (or why it could not be).
+    p3: std::sync::OnceLock<Result<p3::P3Runtime, String>>,
 }
 
 /// Why the WebAssembly engine could not be made (the settings, or the
@@ -173,7 +195,27 @@ impl Runtime {
             linker_async,
             allocation,
             cache: None,
+            settings: *settings,
+            p3: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The WASIp3 engine, made on first use with the same settings and
+    /// cache directory.
+    fn p3(&self) -> Result<&p3::P3Runtime, ComponentError> {
+        self.p3
+            .get_or_init(|| {
+                let dir = self.cache.as_ref().map(|c| c.dir());
+                p3::P3Runtime::build(&self.settings, dir).map_err(|e| format!("{e:#}"))
+            })
+            .as_ref()
+            .map_err(|why| ComponentError::Compile(format!("the WASIp3 engine: {why}")))
+    }
+
+    /// The WASIp3 engine if one was made and `engine` is it.
+    fn p3_owns(&self, engine: &Engine) -> Option<&p3::P3Runtime> {
+        let p3 = self.p3.get()?.as_ref().ok()?;
+        Engine::same(&p3.engine, engine).then_some(p3)
     }
 
     /// The engine.
@@ -233,15 +275,34 @@ impl Runtime {
         bytes: &[u8],
         sha256: &[u8; 32],
     ) -> Result<(Component, CacheOutcome), ComponentError> {
-        match &self.cache {
-            Some(cache) => cache.compile(&self.engine, bytes, sha256),
-            None => Component::new(&self.engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
+        let compile = |engine: &Engine, cache: Option<&ArtifactCache>| match cache {
+            Some(cache) => cache.compile(engine, bytes, sha256),
+            None => Component::new(engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
+        };
+        match compile(&self.engine, self.cache.as_ref()) {
+            Ok(compiled) => Ok(compiled),
+            // The main engine refuses the async types WASIp3 uses: a
+            // component that exports its HTTP handler goes to the WASIp3
+            // engine (anything else is refused with the main one's reason).
+            Err(err) if !p3::exports_p3_handler(bytes) => {
+                Err(ComponentError::Compile(format!("{err:#}")))
+            }
+            Err(_) => {
+                let p3 = self.p3()?;
+                compile(&p3.engine, p3.cache.as_ref())
+                    .map_err(|e| ComponentError::Compile(format!("{e:#}")))
+            }
         }
-        .map_err(|e| ComponentError::Compile(format!("{e:#}")))
     }
 
     /// Type-checks imports against the linker and exports against the worlds.
     pub fn prepare(&self, component: &Component) -> Result<Prepared, ComponentError> {
+        if let Some(p3) = self.p3_owns(component.engine()) {
+            return p3
+                .prepare(component)
+                .map(|pre| Prepared::Http(HttpPre::P3(pre)))
+                .map_err(|e| ComponentError::Imports(format!("{e:#}")));
+        }
         let pre = self
             .linker
             .instantiate_pre(component)
@@ -275,7 +336,7 @@ impl Runtime {
                     .instantiate_pre(component)
                     .and_then(bindings::ProxyPre::new)
                     .map_err(|e| ComponentError::AsyncLink(format!("{e:#}")))?;
-                return Ok(Prepared::Http(HttpPre(asynchronous)));
+                return Ok(Prepared::Http(HttpPre::P2(asynchronous)));
             }
             Err(e) => e,
         };
@@ -306,7 +367,11 @@ impl Runtime {
 impl Runtime {
     /// A `wasi:http` component ready to serve like an agent.
     pub fn http_image(&self, pre: HttpPre, identity: GuestIdentity, limits: Limits) -> AgentImage {
-        AgentImage::http(self.engine.clone(), pre.0, identity, limits)
+        let engine = match &pre {
+            HttpPre::P2(_) => &self.engine,
+            HttpPre::P3(pre) => pre.instance_pre().component().engine(),
+        };
+        AgentImage::http(engine.clone(), pre, identity, limits)
     }
 
     /// A filter ready to run, with its identity and limits.
@@ -327,7 +392,8 @@ impl Runtime {
 }
 
 /// Imports and exports of a component, by name, for `wharf inspect`.
-pub fn component_items(engine: &Engine, component: &Component) -> (Vec<String>, Vec<String>) {
+pub fn component_items(component: &Component) -> (Vec<String>, Vec<String>) {
+    let engine = component.engine();
     let ty = component.component_type();
     let imports = ty
         .imports(engine)

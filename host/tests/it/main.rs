@@ -42,3 +42,4 @@ mod tls;
 mod topics;
 mod waf;
 mod wasi_http;
+mod wasip3;

@@ -238,11 +238,11 @@ async fn misbehaving_wasi_http_components_are_bounded_and_classified() {
 }
 
 /// One piece of a request body the test writes piece by piece.
-type Piece = Result<hyper::body::Frame<Bytes>, std::convert::Infallible>;
+pub(crate) type Piece = Result<hyper::body::Frame<Bytes>, std::convert::Infallible>;
 type Pieces = http_body_util::StreamBody<tokio_stream::wrappers::ReceiverStream<Piece>>;
 type Answer = Result<http::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error>;
 
-fn piece(text: &'static str) -> Piece {
+pub(crate) fn piece(text: &'static str) -> Piece {
     Ok(hyper::body::Frame::data(Bytes::from_static(
         text.as_bytes(),
     )))
@@ -310,7 +310,7 @@ async fn request_bodies_reach_the_component_as_they_arrive() {
 }
 
 /// Starts a POST to `url` whose body the test sends piece by piece.
-fn upload(
+pub(crate) fn upload(
     url: String,
 ) -> (
     tokio::sync::mpsc::Sender<Piece>,
@@ -326,7 +326,7 @@ fn upload(
 }
 
 /// Reads `body` to its end: `Err` when the answer was cut off.
-async fn drain(body: &mut hyper::body::Incoming) -> Result<(), String> {
+pub(crate) async fn drain(body: &mut hyper::body::Incoming) -> Result<(), String> {
     while next_chunk(body).await?.is_some() {}
     Ok(())
 }
@@ -487,37 +487,4 @@ async fn outbound_http_is_denied_unless_the_agent_allows_it() {
     assert_eq!(metric(&server, &count("name_only", "denied")).await, 1.0);
     assert_eq!(metric(&server, &count("slow", "failed")).await, 1.0);
     server.stop().await;
-}
-
-/// A WASIp3 component (the `wasip3` crate's own `http-proxy` example,
-/// built unmodified by the test command) is refused by name: what it
-/// exports and what Wharf serves instead, in the answer to its requests,
-/// from `wharf inspect` and from `wharf check`; the rest is served.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_wasip3_component_is_refused_by_name_and_the_rest_is_served() {
-    let says =
-        "a WASIp3 component (it exports `wasi:http/handler@0.3.2`): Wharf serves WASIp2 components";
-    let dir = agents_dir(&["echo"]);
-    copy_guest(dir.path(), "wasip3_http_proxy", "p3");
-    let server = Server::start(config(dir.path(), "")).await;
-    let reply = get(&server.url("/agents/p3/")).await;
-    assert_eq!(reply.status, 503, "{}", reply.text());
-    assert!(reply.text().contains(says), "{}", reply.text());
-    assert_eq!(post(&server.url("/agents/echo"), "on").await.text(), "on");
-    server.stop().await;
-
-    let path = dir.path().join("p3.wasm");
-    let report = wharf::inspect::inspect(&path).expect("inspect reads it");
-    assert_eq!(report.world, None);
-    assert!(report.fits.contains(says), "{}", report.fits);
-    assert!(
-        report
-            .exports
-            .iter()
-            .any(|e| e == "wasi:http/handler@0.3.2")
-    );
-    match wharf::registry::world_of_file(&path, 1 << 30) {
-        wharf::config::check::Found::Unusable(why) => assert!(why.contains(says), "{why}"),
-        other => panic!("{other:?}"),
-    }
 }
