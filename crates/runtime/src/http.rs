@@ -10,7 +10,7 @@
 
 use bytes::{Bytes, BytesMut};
 use futures_util::FutureExt;
-use http::{HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use http_body_util::BodyExt;
 use tokio::sync::oneshot;
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
@@ -172,15 +172,7 @@ async fn exchange(
         }
     };
     let (parts, mut body) = resp.into_parts();
-    let mut headers = parts.headers;
-    let owned: Vec<HeaderName> = headers.keys().filter(|n| host_owned(n)).cloned().collect();
-    let mut declared = None;
-    for name in owned {
-        let value = headers.remove(&name);
-        if name == http::header::CONTENT_LENGTH {
-            declared = value;
-        }
-    }
+    let (headers, mut declared) = without_host_owned(parts.headers);
     // The body is gathered while it comes without waiting; once the guest
     // would make the answer wait, a sink gets the head and what came so
     // far, and the rest streams. A streamed body keeps the length the guest
@@ -252,6 +244,22 @@ async fn exchange(
     let ended = finish(call, ended).await;
     let body = Bytes::from(gathered);
     (ended, Ok(Response::new(parts.status, headers, body)))
+}
+
+/// The component's headers without those the host owns (hop-by-hop,
+/// framing), and the `content-length` it declared, which a streamed body
+/// keeps (the transport frames by it, and cuts the answer off if the
+/// component breaks it).
+pub(super) fn without_host_owned(mut headers: HeaderMap) -> (HeaderMap, Option<HeaderValue>) {
+    let owned: Vec<HeaderName> = headers.keys().filter(|n| host_owned(n)).cloned().collect();
+    let mut declared = None;
+    for name in owned {
+        let value = headers.remove(&name);
+        if name == http::header::CONTENT_LENGTH {
+            declared = value;
+        }
+    }
+    (headers, declared)
 }
 
 /// How the call ended: as it already did, or once it returns.

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use http::HeaderName;
 use http_body_util::BodyExt;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -17,9 +16,8 @@ use wasmtime_wasi_http::p3::bindings::{Service, ServicePre};
 
 use super::cache::ArtifactCache;
 use super::call::{CallError, Exports, Live, by_deadline, classify};
-use super::convert::host_owned;
 use super::engine::{self, EngineSettings};
-use super::http::{OverLimit, gather, incoming};
+use super::http::{OverLimit, gather, incoming, without_host_owned};
 use super::state::GuestState;
 use wharf_core::request::{Request, Response, Sink};
 
@@ -195,15 +193,7 @@ async fn answer(
     limit: usize,
 ) -> Result<Response, CallError> {
     let (parts, mut body) = res.into_parts();
-    let mut headers = parts.headers;
-    let owned: Vec<HeaderName> = headers.keys().filter(|n| host_owned(n)).cloned().collect();
-    let mut declared = None;
-    for name in owned {
-        let value = headers.remove(&name);
-        if name == http::header::CONTENT_LENGTH {
-            declared = value;
-        }
-    }
+    let (headers, declared) = without_host_owned(parts.headers);
     if let Some(sink) = sink {
         let mut head = headers.clone();
         if let Some(length) = declared {

@@ -238,11 +238,11 @@ async fn misbehaving_wasi_http_components_are_bounded_and_classified() {
 }
 
 /// One piece of a request body the test writes piece by piece.
-pub(crate) type Piece = Result<hyper::body::Frame<Bytes>, std::convert::Infallible>;
+type Piece = Result<hyper::body::Frame<Bytes>, std::convert::Infallible>;
 type Pieces = http_body_util::StreamBody<tokio_stream::wrappers::ReceiverStream<Piece>>;
 type Answer = Result<http::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error>;
 
-pub(crate) fn piece(text: &'static str) -> Piece {
+fn piece(text: &'static str) -> Piece {
     Ok(hyper::body::Frame::data(Bytes::from_static(
         text.as_bytes(),
     )))
@@ -257,19 +257,8 @@ async fn request_bodies_reach_the_component_as_they_arrive() {
         }
     "#;
     let server = Server::start(config(dir.path(), kdl)).await;
-    // `relay` answers each piece of the upload as it reads it: the answer
-    // to the first piece arrives while the upload is still open.
-    let (tx, pending) = upload(server.url("/agents/http_faults/relay"));
-    tx.send(piece("first ")).await.unwrap();
-    let mut resp = pending.await.unwrap().unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
-    let first = next_chunk(resp.body_mut()).await.unwrap().unwrap();
-    assert_eq!(first, "first ");
-    tx.send(piece("second")).await.unwrap();
-    let second = next_chunk(resp.body_mut()).await.unwrap().unwrap();
-    assert_eq!(second, "second");
-    drop(tx);
-    assert_eq!(drain(resp.body_mut()).await, Ok(()));
+    // `relay` answers each piece of the upload as it reads it.
+    relays_each_piece_as_it_arrives(server.url("/agents/http_faults/relay")).await;
 
     // An upload past the limit fails the guest's read: 413, whether the
     // length was declared or the body just kept coming.
@@ -283,17 +272,7 @@ async fn request_bodies_reach_the_component_as_they_arrive() {
         reply.text()
     );
     assert_eq!(reply.error_code(), "body_too_large");
-    let (tx, pending) = upload(url.clone());
-    // 64 bytes a piece: the host stops reading once past 1 KiB, so later
-    // pieces may find nobody taking them.
-    for _ in 0..32 {
-        let sixty_four = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-        if tx.send(piece(sixty_four)).await.is_err() {
-            break;
-        }
-    }
-    drop(tx);
-    match pending.await.unwrap() {
+    match upload_2kib_in_pieces(url.clone()).await {
         Ok(resp) => assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE),
         // The host answers 413 and closes once the body is past the limit;
         // a client still writing pieces can meet the closed socket before
@@ -309,8 +288,38 @@ async fn request_bodies_reach_the_component_as_they_arrive() {
     server.stop().await;
 }
 
+/// POSTs pieces to `url` and checks that the answer to each arrives while
+/// the upload is still open: the first before the second is sent.
+pub(crate) async fn relays_each_piece_as_it_arrives(url: String) {
+    let (tx, pending) = upload(url);
+    tx.send(piece("first ")).await.unwrap();
+    let mut resp = pending.await.unwrap().unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let first = next_chunk(resp.body_mut()).await.unwrap().unwrap();
+    assert_eq!(first, "first ");
+    tx.send(piece("second")).await.unwrap();
+    let second = next_chunk(resp.body_mut()).await.unwrap().unwrap();
+    assert_eq!(second, "second");
+    drop(tx);
+    assert_eq!(drain(resp.body_mut()).await, Ok(()));
+}
+
+/// POSTs 2 KiB to `url` with no declared length, 64 bytes a piece; a host
+/// that stops reading once past a limit leaves later pieces to nobody.
+pub(crate) async fn upload_2kib_in_pieces(url: String) -> Answer {
+    let (tx, pending) = upload(url);
+    for _ in 0..32 {
+        let sixty_four = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        if tx.send(piece(sixty_four)).await.is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    pending.await.unwrap()
+}
+
 /// Starts a POST to `url` whose body the test sends piece by piece.
-pub(crate) fn upload(
+fn upload(
     url: String,
 ) -> (
     tokio::sync::mpsc::Sender<Piece>,

@@ -9,7 +9,10 @@
 use http::{Method, StatusCode};
 
 use crate::common::*;
-use crate::wasi_http::{drain, expect_fetch, outbound_count, piece, upload, upstream};
+use crate::wasi_http::{
+    drain, expect_fetch, outbound_count, relays_each_piece_as_it_arrives, upload_2kib_in_pieces,
+    upstream,
+};
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 31 % 251) as u8).collect()
@@ -117,19 +120,8 @@ async fn wasip3_bodies_stream_both_ways_within_the_limits_and_deadline() {
         }
     "#;
     let server = Server::start(config(dir.path(), kdl)).await;
-    // The echo writes each piece of the upload back as it reads it: the
-    // answer to the first piece arrives while the upload is still open.
-    let (tx, pending) = upload(server.url("/agents/http_p3/relay"));
-    tx.send(piece("first ")).await.unwrap();
-    let mut resp = pending.await.unwrap().unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
-    let first = next_chunk(resp.body_mut()).await.unwrap().unwrap();
-    assert_eq!(first, "first ");
-    tx.send(piece("second")).await.unwrap();
-    let second = next_chunk(resp.body_mut()).await.unwrap().unwrap();
-    assert_eq!(second, "second");
-    drop(tx);
-    assert_eq!(drain(resp.body_mut()).await, Ok(()));
+    // The echo writes each piece of the upload back as it reads it.
+    relays_each_piece_as_it_arrives(server.url("/agents/http_p3/relay")).await;
 
     let client = client();
     let url = server.url("/agents/http_p3/up");
@@ -137,15 +129,7 @@ async fn wasip3_bodies_stream_both_ways_within_the_limits_and_deadline() {
     // fails, and the echo fails its answer with it. Its head left when
     // `handle` returned, so the answer is cut off (or, had nothing left
     // yet, a 413; or the connection closed under a client still writing).
-    let (tx, pending) = upload(url.clone());
-    for _ in 0..32 {
-        let sixty_four = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-        if tx.send(piece(sixty_four)).await.is_err() {
-            break;
-        }
-    }
-    drop(tx);
-    match pending.await.unwrap() {
+    match upload_2kib_in_pieces(url.clone()).await {
         Ok(mut resp) if resp.status() == StatusCode::OK => {
             let ending = drain(resp.body_mut()).await;
             assert!(ending.is_err(), "an over-limit echo ended cleanly");
