@@ -279,7 +279,7 @@ impl Runtime {
             Some(cache) => cache.compile(engine, bytes, sha256),
             None => Component::new(engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
         };
-        match compile(&self.engine, self.cache.as_ref()) {
+        let compiled = match compile(&self.engine, self.cache.as_ref()) {
             Ok(compiled) => Ok(compiled),
             // The main engine refuses the async types WASIp3 uses: a
             // component that exports its HTTP handler goes to the WASIp3
@@ -292,7 +292,9 @@ impl Runtime {
                 compile(&p3.engine, p3.cache.as_ref())
                     .map_err(|e| ComponentError::Compile(format!("{e:#}")))
             }
-        }
+        }?;
+        memory_images(&compiled.0);
+        Ok(compiled)
     }
 
     /// Type-checks imports against the linker and exports against the worlds.
@@ -391,6 +393,35 @@ impl Runtime {
     }
 }
 
+/// Makes the component's initial memory images now, where wasmtime would
+/// at its first instance. On Linux each is a sealed memfd, and the kernel
+/// may refuse the seal for a moment (EBUSY: pages just written still held
+/// by another CPU, seen under a busy test run), which would fail that
+/// instance, and at load the component with it. Tried up to four times
+/// here; if it still fails, the first instance tries again.
+fn memory_images(component: &Component) {
+    let mut wait = std::time::Duration::from_millis(1);
+    for _ in 0..3 {
+        match component.initialize_copy_on_write_image() {
+            Ok(()) => return,
+            Err(err) if busy(&err) => std::thread::sleep(wait),
+            Err(_) => return,
+        }
+        wait *= 10;
+    }
+    if let Err(err) = component.initialize_copy_on_write_image() {
+        tracing::warn!(error = %format!("{err:#}"), "a component's memory image could not be made yet");
+    }
+}
+
+/// Whether `err` comes from an OS call that found something busy (EBUSY).
+fn busy(err: &wasmtime::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ResourceBusy)
+    })
+}
+
 /// Imports and exports of a component, by name, for `wharf inspect`.
 pub fn component_items(component: &Component) -> (Vec<String>, Vec<String>) {
     let engine = component.engine();
@@ -440,4 +471,21 @@ fn add_host_to_linker(linker: &mut Linker<GuestState>, asynchronous: bool) -> wa
         |s| s,
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::busy;
+    use wasmtime::error::Context as _;
+
+    #[test]
+    fn a_busy_os_call_is_told_apart_through_the_error_chain() {
+        let ebusy = || std::io::Error::from_raw_os_error(16);
+        assert!(busy(&wasmtime::Error::new(ebusy())));
+        let wrapped: wasmtime::Result<()> = Err(ebusy()).context("making a memory image");
+        assert!(busy(&wrapped.unwrap_err()));
+        let other = std::io::Error::from_raw_os_error(12);
+        assert!(!busy(&wasmtime::Error::new(other)));
+        assert!(!busy(&wasmtime::format_err!("cannot add seals")));
+    }
 }

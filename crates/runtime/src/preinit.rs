@@ -69,7 +69,9 @@ impl Runtime {
             }
             None => build().map(|c| (c, CacheOutcome::Compiled)),
         };
-        built.map_err(|e| format!("{e:#}"))
+        let built = built.map_err(|e| format!("{e:#}"))?;
+        super::memory_images(&built.0);
+        Ok(built)
     }
 
     /// Runs `preinit` of the component in `bytes` and answers the snapshot:
