@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The same wasi:http/proxy component (guests/http-echo, built with the Rust
-# `wasi` crate) served by Wharf and by `wasmtime serve` (the wasmtime CLI
+# `wasi` crate), and the same WASIp3 one (guests/http-p3, the `wasip3`
+# crate), each served by Wharf and by `wasmtime serve` (the wasmtime CLI
 # from PyPI, pooling allocator), side by side on loopback, 1 KiB POST:
 #   c=50 for 20 s: requests per second; c=1 for 10 s: p50/p99 latency;
 #   fresh instances per request, and instances reused (128 requests each
@@ -30,11 +31,16 @@ mkdir -p "$work/agents"
 cp "$guests/http_echo.wasm" "$work/agents/fresh.wasm"
 cp "$guests/http_echo.wasm" "$work/agents/warm.wasm"
 cp "$guests/http_faults.wasm" "$work/agents/faults.wasm"
+cp "$guests/http_p3.wasm" "$work/agents/fresh_p3.wasm"
+cp "$guests/http_p3.wasm" "$work/agents/warm_p3.wasm"
 cat > "$work/wharf.kdl" <<'KDL'
 listen "127.0.0.1:9102"
 agents "agents"
 audit #false
 agent "warm" {
+    instances { mode "warm"; max 4; max-uses 128 }
+}
+agent "warm_p3" {
     instances { mode "warm"; max 4; max-uses 128 }
 }
 KDL
@@ -50,8 +56,10 @@ serve() { # PORT [OPTIONS...] COMPONENT
 serve 9103 "$guests/http_echo.wasm"
 serve 9104 --max-instance-reuse-count 128 "$guests/http_echo.wasm"
 serve 9105 "$guests/http_faults.wasm"
+serve 9106 -Sp3 -Wcomponent-model-async "$guests/http_p3.wasm"
+serve 9107 -Sp3 -Wcomponent-model-async --max-instance-reuse-count 128 "$guests/http_p3.wasm"
 RUST_LOG=warn target/release/wharf serve --config "$work/wharf.kdl" &
-for port in 9103 9104 9105; do
+for port in 9103 9104 9105 9106 9107; do
     for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.2; done
 done
 for _ in $(seq 1 100); do curl -sf -o /dev/null -d x http://127.0.0.1:9102/agents/warm && break; sleep 0.2; done
@@ -59,23 +67,29 @@ for _ in $(seq 1 100); do curl -sf -o /dev/null -d x http://127.0.0.1:9102/agent
 rps() { wrk -t1 -c50 -d"${duration}s" -s "$work/post.lua" "$1" | awk '/Requests\/sec/ {print $2}'; }
 lat() { wrk -t1 -c1 -d10s --latency -s "$work/post.lua" "$1" | awk '/ 50%/ {p50=$2} / 99%/ {p99=$2} END {print p50, p99}'; }
 
-echo "| server | instances | rps at c=50 | p50 at c=1 | p99 at c=1 |"
-echo "|---|---|---|---|---|"
+echo "| WASI | server | instances | rps at c=50 | p50 at c=1 | p99 at c=1 |"
+echo "|---|---|---|---|---|---|"
 declare -A got
-for run in "wasmtime serve|fresh|http://127.0.0.1:9103/" \
-    "wasmtime serve|reused (128)|http://127.0.0.1:9104/" \
-    "Wharf|fresh|http://127.0.0.1:9102/agents/fresh" \
-    "Wharf|warm (128 uses)|http://127.0.0.1:9102/agents/warm"; do
-    IFS='|' read -r server mode url <<<"$run"
+for run in "0.2|wasmtime serve|fresh|http://127.0.0.1:9103/" \
+    "0.2|wasmtime serve|reused (128)|http://127.0.0.1:9104/" \
+    "0.2|Wharf|fresh|http://127.0.0.1:9102/agents/fresh" \
+    "0.2|Wharf|warm (128 uses)|http://127.0.0.1:9102/agents/warm" \
+    "0.3|wasmtime serve|fresh|http://127.0.0.1:9106/" \
+    "0.3|wasmtime serve|reused (128)|http://127.0.0.1:9107/" \
+    "0.3|Wharf|fresh|http://127.0.0.1:9102/agents/fresh_p3" \
+    "0.3|Wharf|warm (128 uses)|http://127.0.0.1:9102/agents/warm_p3"; do
+    IFS='|' read -r wasi server mode url <<<"$run"
     r=$(rps "$url")
     read -r p50 p99 < <(lat "$url")
-    got["$server $mode"]=$r
-    echo "| $server | $mode | $r | $p50 | $p99 |"
+    got["$wasi $server $mode"]=$r
+    echo "| $wasi | $server | $mode | $r | $p50 | $p99 |"
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 echo
-echo "Wharf fresh / wasmtime serve fresh: $(ratio "${got[Wharf fresh]}" "${got[wasmtime serve fresh]}")"
-echo "Wharf warm / wasmtime serve reused: $(ratio "${got[Wharf warm (128 uses)]}" "${got[wasmtime serve reused (128)]}")"
+for wasi in 0.2 0.3; do
+    echo "WASI $wasi: Wharf fresh / wasmtime serve fresh: $(ratio "${got[$wasi Wharf fresh]}" "${got[$wasi wasmtime serve fresh]}");" \
+        "Wharf warm / wasmtime serve reused: $(ratio "${got[$wasi Wharf warm (128 uses)]}" "${got[$wasi wasmtime serve reused (128)]}")"
+done
 
 # Time to first byte and to the end of a streamed answer, in ms.
 ttfb() { # URL

@@ -212,10 +212,11 @@ pub(super) fn load_one(
         }
         Prepared::Http(pre) => {
             let policy = config.policy_for(name);
+            let card = CardInfo::for_http(name, pre.wasi());
             let image = runtime.http_image(pre, agent_identity(name, &policy), policy.limits);
             let entry = AgentEntry {
                 origin,
-                card: CardInfo::for_http(name),
+                card,
                 image,
                 policy,
             };

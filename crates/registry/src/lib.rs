@@ -128,12 +128,18 @@ pub struct SkillInfo {
 }
 
 impl CardInfo {
-    /// What a `wasi:http` component, which has no `describe`, is shown as.
-    pub fn for_http(name: &str) -> CardInfo {
+    /// What a `wasi:http` component, which has no `describe`, is shown as:
+    /// its name and the WASI version it was written for (`wasi`: "0.2"
+    /// for `wasi:http/proxy`, "0.3" for `wasi:http/handler@0.3`).
+    pub fn for_http(name: &str, wasi: &str) -> CardInfo {
+        let description = match wasi {
+            "0.2" => "a wasi:http/proxy component".to_string(),
+            other => format!("a wasi:http component (WASI {other})"),
+        };
         CardInfo {
             name: name.to_string(),
             version: String::new(),
-            description: "a wasi:http/proxy component".into(),
+            description,
             skills: Vec::new(),
         }
     }

@@ -182,9 +182,13 @@ impl Live<Exports> {
     }
 }
 
-/// The response as Wharf's: host-owned headers dropped (a declared length
-/// kept for a streamed body, which the transport frames by), the body sent
-/// to `sink` as it comes or gathered within `limit`.
+/// The response as Wharf's: host-owned headers dropped, the body gathered
+/// while the guest writes it without waiting (for a few rounds of the
+/// store's event loop, which runs the task writing it), then, when there
+/// is a sink, sent to it with the rest as it comes. So a quick answer
+/// leaves whole, with its length, and a slow one starts at once; a
+/// streamed one keeps the length the guest declared (the transport frames
+/// by it). Gathered, it stays within `limit`.
 async fn answer(
     res: http::Response<
         http_body_util::combinators::UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>,
@@ -193,30 +197,66 @@ async fn answer(
     limit: usize,
 ) -> Result<Response, CallError> {
     let (parts, mut body) = res.into_parts();
-    let (headers, declared) = without_host_owned(parts.headers);
-    if let Some(sink) = sink {
-        let mut head = headers.clone();
-        if let Some(length) = declared {
-            head.insert(http::header::CONTENT_LENGTH, length);
-        }
-        sink.start(parts.status, head)
-            .map_err(|e| CallError::InvalidResponse(e.to_string()))?;
-    }
+    let (headers, mut declared) = without_host_owned(parts.headers);
     let mut gathered = BytesMut::new();
-    while let Some(frame) = body.frame().await {
+    let mut streaming = None;
+    let mut patience = Rounds(SETTLE_ROUNDS);
+    loop {
+        let frame = tokio::select! {
+            biased;
+            frame = body.frame() => frame,
+            () = &mut patience, if streaming.is_none() && sink.is_some() => {
+                let sink = sink.expect("checked by the branch");
+                let mut head = headers.clone();
+                if let Some(length) = declared.take() {
+                    head.insert(http::header::CONTENT_LENGTH, length);
+                }
+                sink.start(parts.status, head)
+                    .and_then(|()| sink.write(gathered.split().freeze()))
+                    .map_err(|e| CallError::InvalidResponse(e.to_string()))?;
+                streaming = Some(sink);
+                continue;
+            }
+        };
+        let Some(frame) = frame else {
+            break;
+        };
         let frame = frame
             .map_err(|e| CallError::InvalidResponse(format!("the response body failed: {e}")))?;
         // Trailers are not passed on.
         let Ok(chunk) = frame.into_data() else {
             continue;
         };
-        match sink {
+        match streaming {
             Some(sink) => sink.write(chunk).map_err(|e| e.to_string()),
             None => gather(&mut gathered, chunk, limit),
         }
         .map_err(CallError::InvalidResponse)?;
     }
     Ok(Response::new(parts.status, headers, gathered.freeze()))
+}
+
+/// Rounds of the event loop a body is gathered for before it streams.
+const SETTLE_ROUNDS: u8 = 8;
+
+/// Ready once polled `.0` more times, waking itself each time: lets the
+/// store's event loop run the guest's tasks a few rounds first.
+struct Rounds(u8);
+
+impl Future for Rounds {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 == 0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 -= 1;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
 }
 
 #[cfg(test)]

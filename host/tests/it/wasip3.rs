@@ -46,6 +46,10 @@ async fn wasip3_components_answer_like_wasip2_ones() {
         .await;
         assert_eq!(reply.status, StatusCode::OK, "{agent}: {}", reply.text());
         assert_eq!(reply.text(), says, "{agent}");
+        // Written by a task right after the head, without waiting: the
+        // answer leaves whole, with its length.
+        let length = says.len().to_string();
+        assert_eq!(reply.headers["content-length"], length.as_str(), "{agent}");
         // The headers filter's response phase ran on the guest's answer.
         assert_eq!(
             reply.headers["x-content-type-options"], "nosniff",
@@ -81,15 +85,19 @@ async fn wasip3_components_answer_like_wasip2_ones() {
     let reply = send(&client, Method::GET, &url, &[], "").await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.text());
     let listed = get(&server.url("/agents")).await.json();
-    let world = |name: &str| {
-        listed
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|a| a["name"] == name)
-            .map(|a| a["world"].clone())
-    };
-    assert_eq!(world("spin"), Some("wasi-http".into()));
+    let spin = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "spin")
+        .expect("listed");
+    assert_eq!(spin["world"], "wasi-http");
+    let description = spin["card"]["description"].as_str();
+    assert_eq!(
+        description,
+        Some("a wasi:http component (WASI 0.3)"),
+        "{spin}"
+    );
     server.stop().await;
 
     let path = dir.path().join("p3.wasm");
