@@ -129,10 +129,8 @@ type Outcome = wasmtime::Result<Result<Response, CallError>>;
 impl Live<Exports> {
     /// Calls `wasi:http/handler.handle` with `req` inside the store's
     /// event loop, which also runs the tasks the guest spawns (writing its
-    /// body, say). With `sink` the head leaves as soon as `handle` returns
-    /// and the body as it is written; without one it is gathered, within
-    /// the response-body limit. Past the deadline the call is dropped and
-    /// the instance abandoned.
+    /// body, say), and takes the body as `answer` says. Past the deadline
+    /// the call is dropped and the instance abandoned.
     pub(super) async fn http_p3_async(
         &mut self,
         req: &Request,
