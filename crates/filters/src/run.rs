@@ -1,6 +1,7 @@
 //! One request through its filter chain: the request-headers phase (before
 //! the body is read), the request-body phase for the filters that asked for
-//! it, then the response phases on whatever response the client gets. One
+//! it (in pieces as it arrives for those that read it so: [`pieces`]),
+//! then the response phases on whatever response the client gets. One
 //! instance per filter serves all the phases of the request; what a filter
 //! declared ahead (its effects) is applied at its place without a call,
 //! before the guest's own call in the same phase. Failures are
@@ -24,6 +25,8 @@ use wharf_core::trace::{self, Attribute, Kind};
 use wharf_core::verdict::{Decision, HeaderOp, Phase, Phases, Verdict};
 use wharf_routing::{Lease, ensure_instance};
 use wharf_runtime::{CallError, FilterLive};
+
+mod pieces;
 
 /// Why the chain failed the request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -85,6 +88,31 @@ pub struct ChainRun<'a> {
     late_keys: Vec<(usize, usize)>,
     /// Flagged verdicts and failures, for the audit record.
     pub records: Vec<AuditVerdict>,
+    /// The filters still reading the request body in pieces, in chain
+    /// order, and how many bytes of it they were shown.
+    reading: Vec<usize>,
+    shown: usize,
+}
+
+/// What one call shows a filter besides the request's head and headers.
+#[derive(Clone, Copy)]
+enum Input<'r> {
+    /// The phase's whole input: the response in the response phases.
+    Phase(Option<&'r Response>),
+    /// One piece of the request body, and whether it is the last.
+    Piece(&'r [u8], bool),
+}
+
+/// What one call came to (returned once and matched at once, as an
+/// `Option<Verdict>` would be: not worth a box).
+#[allow(clippy::large_enum_variant)]
+enum Step {
+    /// The filter failed open, now or earlier: passed over.
+    Skipped,
+    /// A filter reading pieces wants the next one.
+    More,
+    /// Its verdict.
+    Decided(Verdict),
 }
 
 impl<'a> ChainRun<'a> {
@@ -104,6 +132,8 @@ impl<'a> ChainRun<'a> {
             request_keys: Vec::new(),
             late_keys: Vec::new(),
             records: Vec::new(),
+            reading: Vec::new(),
+            shown: 0,
         }
     }
 
@@ -367,8 +397,27 @@ impl<'a> ChainRun<'a> {
         resp: Option<&Response>,
         prefix: bool,
     ) -> Result<Option<Verdict>, FilterFailure> {
+        match self
+            .call_step(i, phase, req, Input::Phase(resp), prefix)
+            .await?
+        {
+            Step::Decided(v) => Ok(Some(v)),
+            Step::Skipped | Step::More => Ok(None),
+        }
+    }
+
+    /// Calls filter `i` for `phase` with `input`: its breaker, metrics,
+    /// span, audit record and failure mode.
+    async fn call_step(
+        &mut self,
+        i: usize,
+        phase: Phase,
+        req: &Request,
+        input: Input<'_>,
+        prefix: bool,
+    ) -> Result<Step, FilterFailure> {
         if matches!(self.slots[i], Slot::Skipped) {
-            return Ok(None);
+            return Ok(Step::Skipped);
         }
         let route = self.chain[i].clone();
         route.metrics.call(phase);
@@ -384,9 +433,9 @@ impl<'a> ChainRun<'a> {
                 "the filter's breaker is open".into(),
             )),
             Ok(admission) => {
-                let result = self.call_instance(i, &route, phase, req, resp).await;
+                let result = self.call_instance(i, &route, phase, req, input).await;
                 let result = match result {
-                    Ok(v) if prefix && v.body.is_some() => Err(CallError::InvalidVerdict(
+                    Ok(Some(v)) if prefix && v.body.is_some() => Err(CallError::InvalidVerdict(
                         "a body replacement for a body it saw only the first bytes of".into(),
                     )),
                     other => other,
@@ -402,15 +451,17 @@ impl<'a> ChainRun<'a> {
         route.health.record(result.is_ok());
         if let Some(span) = span {
             match &result {
-                Ok(v) => span.set(Attribute::new("wharf.decision", v.decision.as_str())),
+                Ok(Some(v)) => span.set(Attribute::new("wharf.decision", v.decision.as_str())),
+                Ok(None) => span.set(Attribute::new("wharf.decision", "more")),
                 Err(err) => span.fail(err.to_string()),
             }
         }
         match result {
-            Ok(v) => {
+            Ok(Some(v)) => {
                 self.record(i, phase, &v);
-                Ok(Some(v))
+                Ok(Step::Decided(v))
             }
+            Ok(None) => Ok(Step::More),
             Err(err) => self.failed(i, &route, phase, err),
         }
     }
@@ -445,7 +496,7 @@ impl<'a> ChainRun<'a> {
         route: &FilterRoute,
         phase: Phase,
         err: CallError,
-    ) -> Result<Option<Verdict>, FilterFailure> {
+    ) -> Result<Step, FilterFailure> {
         let kind = match &err {
             CallError::Deadline => FailureKind::Deadline,
             CallError::MemoryLimit => FailureKind::Memory,
@@ -480,7 +531,7 @@ impl<'a> ChainRun<'a> {
         });
         if open {
             route.metrics.skip(Skip::FailedOpen);
-            return Ok(None);
+            return Ok(Step::Skipped);
         }
         Err(FilterFailure::Failed {
             filter: route.name().to_string(),
@@ -489,16 +540,18 @@ impl<'a> ChainRun<'a> {
         })
     }
 
-    /// Runs one phase on filter `i`'s instance for this request, making the
-    /// instance (fresh, or leased from the warm pool) at its first phase.
+    /// Runs one phase (or shows one piece of the body) on filter `i`'s
+    /// instance for this request, making the instance (fresh, or leased
+    /// from the warm pool) at its first call. `Ok(None)`: it wants the
+    /// next piece.
     async fn call_instance(
         &mut self,
         i: usize,
         route: &FilterRoute,
         phase: Phase,
         req: &Request,
-        resp: Option<&Response>,
-    ) -> Result<Verdict, CallError> {
+        input: Input<'_>,
+    ) -> Result<Option<Verdict>, CallError> {
         let image = &route.entry.image;
         if matches!(self.slots[i], Slot::Empty) {
             self.slots[i] = match &route.pool {
@@ -528,7 +581,10 @@ impl<'a> ChainRun<'a> {
             }
         };
         let values = self.route_values.get(route.name()).cloned();
-        live.phase(phase, req, resp, values).await
+        match input {
+            Input::Phase(resp) => live.phase(phase, req, resp, values).await.map(Some),
+            Input::Piece(piece, last) => live.body_piece(req, piece, last, values).await,
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod compose;
+mod pieces;
 mod placement;
 pub mod topics;
 
@@ -883,6 +884,37 @@ async fn admit_body(gate: &Gate<'_>, req: &mut Request, body: Body) -> Result<()
     Ok(())
 }
 
+/// The request phases: headers, then the body to the filters that read it
+/// in pieces as it arrives, then to those that read it whole, then the body
+/// admitted for the agent. `Some`: a filter answered.
+async fn request_phases(
+    gate: &Gate<'_>,
+    run: &mut ChainRun<'_>,
+    req: &mut Request,
+    body: Body,
+) -> Result<Option<Response>, PipelineError> {
+    if let Flow::Stop(resp) = run.request_headers(req).await? {
+        return Ok(Some(resp));
+    }
+    let body = if run.wants_request_body() && run.streams_request_body() {
+        match pieces::shown_in_pieces(run, req, body, gate.body_limit).await? {
+            Ok(body) => body,
+            Err(resp) => return Ok(Some(resp)),
+        }
+    } else {
+        body
+    };
+    if run.wants_request_body() {
+        req.body = body.read(gate.body_limit).await?;
+        if let Flow::Stop(resp) = run.request_body(req).await? {
+            return Ok(Some(resp));
+        }
+    } else {
+        admit_body(gate, req, body).await?;
+    }
+    Ok(None)
+}
+
 /// The request through its chain: headers phase, body read, body phase,
 /// agent, response phases.
 async fn filtered<'s, F>(
@@ -895,20 +927,7 @@ async fn filtered<'s, F>(
 where
     F: FnOnce(Request) -> BoxFuture<'s, Result<Response, PipelineError>>,
 {
-    let early = match run.request_headers(req).await? {
-        Flow::Stop(resp) => Some(resp),
-        Flow::Continue if run.wants_request_body() => {
-            req.body = body.read(gate.body_limit).await?;
-            match run.request_body(req).await? {
-                Flow::Stop(resp) => Some(resp),
-                Flow::Continue => None,
-            }
-        }
-        Flow::Continue => {
-            admit_body(gate, req, body).await?;
-            None
-        }
-    };
+    let early = request_phases(gate, run, req, body).await?;
     let response_work = run.has_response_work();
     let resp = match early {
         Some(mut resp) => {

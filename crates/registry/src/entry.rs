@@ -147,7 +147,7 @@ pub(super) fn load_one(
             } else {
                 (pres, None)
             };
-            let image = runtime.filter_image(pres, identity, policy.limits);
+            let image = runtime.filter_image(pres, identity, policy.limits)?;
             let phases = image
                 .instantiate()
                 .and_then(|live| {
@@ -175,6 +175,7 @@ pub(super) fn load_one(
                 signed_by = origin.signed_by,
                 phases = ?phases.names(),
                 declares = effects.is_some(),
+                streams_body = image.streams_request_body(),
                 compiled = outcome_str(outcome),
                 preinit_ms,
                 load_ms = started.elapsed().as_millis() as u64,

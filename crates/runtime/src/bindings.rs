@@ -1,5 +1,5 @@
 //! The one place `bindgen!` runs: host-side bindings for the `agent`,
-//! `a2a-agent`, `filter` and `filter-effects` worlds of `wit/`, re-exported
+//! `a2a-agent`, `filter`, `filter-streaming` and `filter-effects` worlds of `wit/`, re-exported
 //! by name so nothing else depends on the generated module layout. `peers.call` is bound twice: synchronously
 //! for the load-time linker (where it refuses) and as an async host
 //! function for the request path (where it awaits the callee).
@@ -62,6 +62,21 @@ pub(crate) mod generated {
         });
     }
 
+    /// The filter world with `on-request-body-chunk`: only that export is
+    /// called through it, on the instance the plain filter world loaded.
+    pub mod filter_streaming {
+        wasmtime::component::bindgen!({
+            path: "../../wit",
+            world: "filter-streaming",
+            ownership: Borrowing { duplicate_if_necessary: true },
+            with: {
+                "wharf:plugin/host": super::agent::wharf::plugin::host,
+                "wharf:plugin/types": super::agent::wharf::plugin::types,
+                "wharf:plugin/filtering": super::filter_effects::wharf::plugin::filtering,
+            },
+        });
+    }
+
     /// The filter world with `effects` (only that export is called through
     /// it, once, at load time). Its `filtering` types are the ones both
     /// filter worlds use: generated here, owned, since the declaration's
@@ -94,19 +109,20 @@ pub use generated::agent::wharf::plugin::types::{
     RequestResult as OwnedGuestRequest, Response as GuestResponse, Skill,
 };
 pub use generated::agent::{Agent, AgentIndices, AgentPre};
-pub use generated::filter::{Filter, FilterPre};
+pub use generated::filter::{Filter, FilterIndices, FilterPre};
 pub use generated::filter_effects::FilterEffectsPre;
 #[cfg(feature = "fuzzing")]
 pub use generated::filter_effects::wharf::plugin::filtering::{
     Audit as GuestAudit, Redirect as GuestRedirect,
 };
 pub use generated::filter_effects::wharf::plugin::filtering::{
-    Cors as GuestCors, Effects as GuestEffects, HeaderLimits as GuestHeaderLimits,
+    BodyStep as GuestBodyStep, Decision as GuestDecision, HeaderOp as GuestHeaderOp,
+    Host as FilteringHost, Phases as GuestPhases, Verdict as GuestVerdict,
 };
 pub use generated::filter_effects::wharf::plugin::filtering::{
-    Decision as GuestDecision, HeaderOp as GuestHeaderOp, Host as FilteringHost,
-    Phases as GuestPhases, Verdict as GuestVerdict,
+    Cors as GuestCors, Effects as GuestEffects, HeaderLimits as GuestHeaderLimits,
 };
+pub use generated::filter_streaming::{FilterStreaming, FilterStreamingIndices};
 pub use generated::peers_async::wharf::plugin::peers::{
     CallError as AsyncCallError, Host as PeersAsyncHost,
 };

@@ -10,7 +10,10 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, StatusCode};
 use wasmtime::Engine;
 
-use super::bindings::{Filter, FilterPre, GuestDecision, GuestHeaderOp, GuestPhases, GuestVerdict};
+use super::bindings::{
+    Filter, FilterIndices, FilterPre, FilterStreaming, FilterStreamingIndices, GuestBodyStep,
+    GuestDecision, GuestHeaderOp, GuestPhases, GuestVerdict,
+};
 use super::call::{CallError, Live, by_deadline, classify, new_store};
 use super::convert::{decode_headers, encode_request, host_owned};
 use super::state::{GuestIdentity, GuestState};
@@ -29,12 +32,26 @@ pub struct FilterImage {
     pub(super) engine: Engine,
     pub(super) pre: FilterPre<GuestState>,
     pre_async: FilterPre<GuestState>,
+    indices: FilterIndices,
+    /// For a filter that reads the request body in pieces
+    /// (`on-request-body-chunk`).
+    streaming: Option<FilterStreamingIndices>,
     pub(super) identity: Arc<GuestIdentity>,
     pub(super) limits: Limits,
 }
 
+/// What the host calls on a filter instance.
+pub struct FilterExports {
+    filter: Filter,
+    /// Boxed: most filters have none, and a live instance is moved about.
+    streaming: Option<Box<FilterStreaming>>,
+}
+
 /// A live filter instance.
-pub type FilterLive = Live<Filter>;
+pub type FilterLive = Live<FilterExports>;
+
+/// The export a filter that reads the body in pieces provides.
+const CHUNK: &str = "on-request-body-chunk";
 
 impl FilterImage {
     pub(super) fn new(
@@ -43,41 +60,80 @@ impl FilterImage {
         pre_async: FilterPre<GuestState>,
         identity: GuestIdentity,
         limits: Limits,
-    ) -> Self {
-        FilterImage {
+    ) -> Result<Self, String> {
+        let instance_pre = pre.instance_pre();
+        let indices = FilterIndices::new(instance_pre).map_err(|e| format!("{e:#}"))?;
+        let streaming = match instance_pre.component().get_export_index(None, CHUNK) {
+            None => None,
+            Some(_) => Some(FilterStreamingIndices::new(instance_pre).map_err(|e| {
+                format!("its `{CHUNK}` export is not `func(head: list<u8>, headers: list<u8>, chunk: list<u8>, last: bool) -> body-step`: {e:#}")
+            })?),
+        };
+        Ok(FilterImage {
             engine,
             pre,
             pre_async,
+            indices,
+            streaming,
             identity: Arc::new(identity),
             limits,
-        }
+        })
+    }
+
+    /// Whether the filter reads the request body in pieces as it arrives.
+    pub fn streams_request_body(&self) -> bool {
+        self.streaming.is_some()
     }
 
     /// A new instance on this thread (load time).
     pub fn instantiate(&self) -> Result<FilterLive, CallError> {
         let mut store = new_store(&self.engine, &self.identity, &self.limits, false);
-        let filter = self.pre.instantiate(&mut store);
-        Live::new(store, filter, self.limits)
+        let exports = self
+            .pre
+            .instance_pre()
+            .instantiate(&mut store)
+            .and_then(|instance| self.load(&mut store, &instance));
+        Live::new(store, exports, self.limits)
     }
 
     /// A new instance on a fiber that yields at every epoch tick.
     pub async fn instantiate_async(&self) -> Result<FilterLive, CallError> {
         let mut store = new_store(&self.engine, &self.identity, &self.limits, true);
         let deadline = store.data().deadline_at;
-        let filter = by_deadline(deadline, self.pre_async.instantiate_async(&mut store))
-            .await
-            .ok_or(CallError::Deadline)?;
-        Live::new(store, filter, self.limits)
+        let instance = by_deadline(
+            deadline,
+            self.pre_async.instance_pre().instantiate_async(&mut store),
+        )
+        .await
+        .ok_or(CallError::Deadline)?;
+        let exports = instance.and_then(|instance| self.load(&mut store, &instance));
+        Live::new(store, exports, self.limits)
+    }
+
+    /// The exports the host calls, from a new instance.
+    fn load(
+        &self,
+        store: &mut wasmtime::Store<GuestState>,
+        instance: &wasmtime::component::Instance,
+    ) -> wasmtime::Result<FilterExports> {
+        Ok(FilterExports {
+            filter: self.indices.load(&mut *store, instance)?,
+            streaming: match &self.streaming {
+                Some(indices) => Some(Box::new(indices.load(&mut *store, instance)?)),
+                None => None,
+            },
+        })
     }
 }
 
-impl Live<Filter> {
+impl Live<FilterExports> {
     /// The phases the filter registers for (load time, on this thread).
     pub fn phases(&mut self) -> Result<Phases, CallError> {
         self.store.data_mut().may_yield = false;
         self.arm_deadline();
         let flags = self
             .exports
+            .filter
             .call_phases(&mut self.store)
             .map_err(|e| classify(&self.store, e))?;
         Ok(phases_from_guest(flags))
@@ -97,7 +153,7 @@ impl Live<Filter> {
         self.begin(req, true);
         self.store.data_mut().route_values = route;
         let (head, headers) = encode_request(req, &mut self.scratch);
-        let f = &self.exports;
+        let f = &self.exports.filter;
         let deadline = self.store.data().deadline_at;
         let store = &mut self.store;
         let call = async move {
@@ -140,6 +196,54 @@ impl Live<Filter> {
         match result {
             Ok((verdict,)) => verdict_from_guest(verdict, phase, self.limits.response_body)
                 .map_err(CallError::InvalidVerdict),
+            Err(err) => Err(classify(&self.store, err)),
+        }
+    }
+}
+
+impl Live<FilterExports> {
+    /// Shows a streaming filter one piece of the request body, on a fiber:
+    /// `Ok(None)` when it wants the next one. `req.body` is not read.
+    pub async fn body_piece(
+        &mut self,
+        req: &Request,
+        piece: &[u8],
+        last: bool,
+        route: Option<Arc<BTreeMap<String, String>>>,
+    ) -> Result<Option<Verdict>, CallError> {
+        if self.exports.streaming.is_none() {
+            return Err(CallError::Internal(format!(
+                "the filter has no `{CHUNK}` export"
+            )));
+        }
+        self.begin(req, true);
+        self.store.data_mut().route_values = route;
+        let (head, headers) = encode_request(req, &mut self.scratch);
+        let func = self
+            .exports
+            .streaming
+            .as_ref()
+            .map(|s| s.func_on_request_body_chunk())
+            .expect("checked above");
+        let deadline = self.store.data().deadline_at;
+        let call = func.call_async(&mut self.store, (head, headers, piece, last));
+        let result = by_deadline(deadline, call)
+            .await
+            .ok_or(CallError::Deadline)?;
+        self.in_call = false;
+        self.store.data_mut().route_values = None;
+        match result {
+            Ok((GuestBodyStep::More,)) => Ok(None),
+            Ok((GuestBodyStep::Decided(v),)) => {
+                if v.body.is_some() {
+                    return Err(CallError::InvalidVerdict(
+                        "a body replacement for a body it saw in pieces".into(),
+                    ));
+                }
+                verdict_from_guest(v, Phase::RequestBody, self.limits.response_body)
+                    .map(Some)
+                    .map_err(CallError::InvalidVerdict)
+            }
             Err(err) => Err(classify(&self.store, err)),
         }
     }

@@ -34,7 +34,7 @@ pub use convert::{HeaderBlobError, decode_headers, encode_headers};
 pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
 #[cfg(feature = "fuzzing")]
 pub use filter::fuzz_verdict;
-pub use filter::{FilterImage, FilterLive};
+pub use filter::{FilterExports, FilterImage, FilterLive};
 pub use outbound::OutboundAccess;
 pub use p3::{exports_p3_handler, top_level_items};
 pub use preinit::wants_preinit;
@@ -376,13 +376,14 @@ impl Runtime {
         AgentImage::http(engine.clone(), pre, identity, limits)
     }
 
-    /// A filter ready to run, with its identity and limits.
+    /// A filter ready to run, with its identity and limits; refused when
+    /// an export it has beside the filter world's is of the wrong type.
     pub fn filter_image(
         &self,
         pres: FilterPres,
         identity: GuestIdentity,
         limits: Limits,
-    ) -> FilterImage {
+    ) -> Result<FilterImage, String> {
         FilterImage::new(
             self.engine.clone(),
             pres.sync,

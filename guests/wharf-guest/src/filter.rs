@@ -15,7 +15,7 @@
 
 pub use crate::filter_bindings::Guest;
 pub use crate::filter_bindings::wharf::plugin::filtering::{
-    Audit, Cors, Decision, Effects, HeaderLimits, HeaderOp, Phases, Redirect, Verdict,
+    Audit, BodyStep, Cors, Decision, Effects, HeaderLimits, HeaderOp, Phases, Redirect, Verdict,
 };
 /// A filter that also declares what the host may apply for it without
 /// calling it (the `filter-effects` world); export it with
@@ -25,6 +25,10 @@ pub use crate::filter_effects_bindings::Guest as EffectsGuest;
 /// the host to snapshot (the `filter-preinit` world); export it with
 /// [`crate::export_filter_preinit!`].
 pub use crate::filter_preinit_bindings::Guest as PreinitGuest;
+/// A filter that reads the request body in pieces as it arrives and may
+/// decide on the first of them (the `filter-streaming` world); export it
+/// with [`crate::export_filter_streaming!`].
+pub use crate::filter_streaming_bindings::Guest as StreamingGuest;
 
 use crate::Response;
 

@@ -1,8 +1,9 @@
 //! Rust bindings for Wharf's `agent` and `filter` worlds, generated once so
 //! each agent crate only implements [`Guest`] and calls [`export_agent!`],
 //! and each filter implements [`filter::Guest`] and calls [`export_filter!`]
-//! (or [`filter::PreinitGuest`] with [`export_filter_preinit!`], or
-//! [`filter::EffectsGuest`] with [`export_filter_effects!`]).
+//! (or [`filter::PreinitGuest`] with [`export_filter_preinit!`],
+//! [`filter::EffectsGuest`] with [`export_filter_effects!`], or
+//! [`filter::StreamingGuest`] with [`export_filter_streaming!`]).
 //!
 //! ```ignore
 //! struct Echo;
@@ -50,6 +51,23 @@ pub mod filter_preinit_bindings {
         pub_export_macro: true,
         export_macro_name: "export_filter_preinit",
         default_bindings_module: "wharf_guest::filter_preinit_bindings",
+        with: {
+            "wharf:plugin/host@0.2.0": crate::bindings::wharf::plugin::host,
+            "wharf:plugin/types@0.2.0": crate::bindings::wharf::plugin::types,
+            "wharf:plugin/filtering@0.2.0": crate::filter_bindings::wharf::plugin::filtering,
+        },
+    });
+}
+
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)] // the response-body hook's lowered ABI
+pub mod filter_streaming_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "filter-streaming",
+        pub_export_macro: true,
+        export_macro_name: "export_filter_streaming",
+        default_bindings_module: "wharf_guest::filter_streaming_bindings",
         with: {
             "wharf:plugin/host@0.2.0": crate::bindings::wharf::plugin::host,
             "wharf:plugin/types@0.2.0": crate::bindings::wharf::plugin::types,
@@ -172,6 +190,7 @@ pub use bindings::{Card, Error, Guest, Health, Request, Response, export_agent};
 pub use filter_bindings::export_filter;
 pub use filter_effects_bindings::export_filter_effects;
 pub use filter_preinit_bindings::export_filter_preinit;
+pub use filter_streaming_bindings::export_filter_streaming;
 
 impl Card {
     /// A card with no skills.

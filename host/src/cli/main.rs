@@ -136,7 +136,8 @@ enum Command {
         /// The guest language.
         #[arg(long)]
         lang: BindingsLang,
-        /// The world to bind: `agent`, `a2a-agent`, `filter` or `filter-preinit`.
+        /// The world to bind: `agent`, `a2a-agent`, `filter`, `filter-preinit`,
+        /// `filter-effects` or `filter-streaming`.
         #[arg(long, default_value = "agent")]
         world: String,
         /// The directory to write the bindings into.
@@ -147,8 +148,8 @@ enum Command {
     Componentize {
         /// The core module.
         module: PathBuf,
-        /// The world the module implements: `agent`, `a2a-agent`, `filter`
-        /// or `filter-preinit`.
+        /// The world the module implements: `agent`, `a2a-agent`, `filter`,
+        /// `filter-preinit`, `filter-effects` or `filter-streaming`.
         #[arg(long, default_value = "agent")]
         world: String,
         /// Where to write the component.

@@ -8,6 +8,7 @@ mod a2a_tls;
 mod ahead;
 mod auth;
 mod binary;
+mod body_pieces;
 mod cache;
 mod cli;
 mod cli_ops;
