@@ -43,10 +43,15 @@ pub(crate) use wharf_runtime::top_level_items;
 /// imports) of WASI 0.3; none for any other component, and none for one
 /// that exports `wasi:http/handler@0.3.x` (served like a WASIp2 one).
 pub fn wasip3_refusal(bytes: &[u8]) -> Option<String> {
-    if wharf_runtime::exports_p3_handler(bytes) {
+    let (imports, exports) = top_level_items(bytes)?;
+    refusal_of(&imports, &exports)
+}
+
+/// [`wasip3_refusal`] from a component's top-level imports and exports.
+fn refusal_of(imports: &[String], exports: &[String]) -> Option<String> {
+    if exports.iter().any(|e| wharf_runtime::is_p3_handler(e)) {
         return None;
     }
-    let (imports, exports) = top_level_items(bytes)?;
     let p3 = |name: &&String| name.starts_with("wasi:") && name.contains("@0.3");
     let (how, name) = match exports.iter().find(p3) {
         Some(name) => ("exports", name),
@@ -65,7 +70,7 @@ pub fn wasip3_refusal(bytes: &[u8]) -> Option<String> {
 pub fn world_of(bytes: &[u8]) -> Result<wharf_config::check::Found, NotAComponent> {
     use wharf_config::check::Found;
     check_component(bytes)?;
-    let Some((_, exports)) = top_level_items(bytes) else {
+    let Some((imports, exports)) = top_level_items(bytes) else {
         return Ok(Found::Unusable("it is not a valid component".into()));
     };
     let has = |prefix: &str| exports.iter().any(|e| e.starts_with(prefix));
@@ -76,9 +81,11 @@ pub fn world_of(bytes: &[u8]) -> Result<wharf_config::check::Found, NotAComponen
         Found::Agent
     } else if is("on-request-headers") || is("phases") {
         Found::Filter
-    } else if has("wasi:http/incoming-handler") || wharf_runtime::exports_p3_handler(bytes) {
+    } else if has("wasi:http/incoming-handler")
+        || exports.iter().any(|e| wharf_runtime::is_p3_handler(e))
+    {
         Found::WasiHttp
-    } else if let Some(why) = wasip3_refusal(bytes) {
+    } else if let Some(why) = refusal_of(&imports, &exports) {
         Found::Unusable(why)
     } else {
         Found::Unusable(format!(

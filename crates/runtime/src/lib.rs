@@ -36,7 +36,7 @@ pub use engine::{Allocation, EPOCH_TICK, EngineSettings, background_priority};
 pub use filter::fuzz_verdict;
 pub use filter::{FilterExports, FilterImage, FilterLive};
 pub use outbound::OutboundAccess;
-pub use p3::{exports_p3_handler, top_level_items};
+pub use p3::{exports_p3_handler, is_handler as is_p3_handler, top_level_items};
 pub use preinit::wants_preinit;
 pub use state::{GuestIdentity, GuestState};
 pub use tls::{ClientTls, TlsError};

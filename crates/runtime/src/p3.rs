@@ -33,7 +33,8 @@ pub fn exports_p3_handler(bytes: &[u8]) -> bool {
     top_level_items(bytes).is_some_and(|(_, exports)| exports.iter().any(|e| is_handler(e)))
 }
 
-fn is_handler(name: &str) -> bool {
+/// Whether an export's name is `wasi:http/handler@0.3.x`.
+pub fn is_handler(name: &str) -> bool {
     name.strip_prefix(HANDLER)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('-'))
 }

@@ -134,9 +134,10 @@ async fn wasip3_bodies_stream_both_ways_within_the_limits_and_deadline() {
     let client = client();
     let url = server.url("/agents/http_p3/up");
     // Past the request-body limit, declared or not: the guest's read
-    // fails, and the echo fails its answer with it. Its head left when
-    // `handle` returned, so the answer is cut off (or, had nothing left
-    // yet, a 413; or the connection closed under a client still writing).
+    // fails, and the echo fails its answer with it. Its head left once the
+    // echo waited for more of the upload, so the answer is cut off (or,
+    // had nothing left yet, a 413; or the connection closed under a
+    // client still writing).
     match upload_2kib_in_pieces(url.clone()).await {
         Ok(mut resp) if resp.status() == StatusCode::OK => {
             let ending = drain(resp.body_mut()).await;
