@@ -102,6 +102,11 @@ fn base_config(settings: &EngineSettings) -> Config {
     // Traps are reported by kind; collecting a wasm backtrace on every trap
     // costs time on the error path and is only useful with debug info.
     config.wasm_backtrace_max_frames(None);
+    // `WHARF_PERF_MAP=1`: guest code is named in /tmp/perf-PID.map, so
+    // `perf record` on a running Wharf shows guest functions by name.
+    if std::env::var_os("WHARF_PERF_MAP").is_some_and(|v| v == "1") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     config
 }
 

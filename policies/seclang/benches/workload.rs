@@ -130,6 +130,16 @@ pub fn clean_form(size: usize) -> Req {
     form(&format!("clean form {}", human(size)), &fields)
 }
 
+/// The form the in-process filter benchmarks (`benches/filters.rs`) send:
+/// `name=Ishmael&note=aaa…`, `size` bytes.
+pub fn filler_form(size: usize) -> Req {
+    let note = "a".repeat(size.saturating_sub(18));
+    form(
+        &format!("filler form {}", human(size)),
+        &[("name", "Ishmael".into()), ("note", note)],
+    )
+}
+
 /// `total` bytes of short fields (`f0001=v0001&…`).
 pub fn many_fields(total: usize) -> Req {
     let mut body = String::new();

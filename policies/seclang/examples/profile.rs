@@ -2,7 +2,7 @@
 //! and the rules that took the most of it (built with the `profile`
 //! feature); also the process to `perf record`.
 //!
-//! `cargo run --release --features profile --example profile -- [1k|64k|fields|attack] [crs|baseline] [N]`
+//! `cargo run --release --features profile --example profile -- [1k|64k|fields|attack|filler] [crs|baseline] [N]`
 
 #[path = "../benches/workload.rs"]
 mod workload;
@@ -20,6 +20,7 @@ fn main() {
         "64k" => workload::clean_form(64 << 10),
         "fields" => workload::many_fields(64 << 10),
         "attack" => workload::attack(),
+        "filler" => workload::filler_form(1 << 10),
         _ => workload::clean_form(1 << 10),
     };
     seclang::profile::take();
@@ -32,6 +33,22 @@ fn main() {
     }
     let per = started.elapsed() / n;
     let rules_run = seclang::profile::take();
+    let work = seclang::profile::take_work();
+    for (name, (calls, bytes)) in [
+        "prefilter scans",
+        "operator tests",
+        "matches",
+        "columns made",
+    ]
+    .iter()
+    .zip(work)
+    {
+        println!(
+            "  {name}: {} per request, {} bytes",
+            calls / n as u64,
+            bytes / n as u64
+        );
+    }
     let total: std::time::Duration = rules_run.iter().map(|r| r.2).sum();
     let runs: u64 = rules_run.iter().map(|r| r.1).sum();
     println!(

@@ -6,7 +6,17 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+/// Counted work, by kind: calls and bytes.
+#[derive(Debug, Clone, Copy)]
+pub enum Work {
+    Scan,
+    Regex,
+    Matched,
+    Column,
+}
+
 thread_local! {
+    static WORK: RefCell<[(u64, u64); 4]> = const { RefCell::new([(0, 0); 4]) };
     static TIMES: RefCell<HashMap<u32, (u64, Duration)>> = RefCell::new(HashMap::new());
 }
 
@@ -46,4 +56,19 @@ pub fn take() -> Vec<(u32, u64, Duration)> {
     });
     out.sort_by_key(|&(id, _, d)| (std::cmp::Reverse(d), id));
     out
+}
+
+/// Counts one piece of work of `len` bytes.
+pub fn count(w: Work, len: usize) {
+    WORK.with(|c| {
+        let mut c = c.borrow_mut();
+        c[w as usize].0 += 1;
+        c[w as usize].1 += len as u64;
+    });
+}
+
+/// The work counted on this thread so far (calls, bytes), by kind; the
+/// count is emptied.
+pub fn take_work() -> [(u64, u64); 4] {
+    WORK.with(|c| std::mem::take(&mut *c.borrow_mut()))
 }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::compile::prefilter::Prefilter;
+use crate::compile::prefilter::{Prefilter, Screen};
 use crate::error::Location;
 use crate::model::{AllowScope, Ctl, Disruptive, EngineMode, Exclusion, Macro, SetVar, Target};
 use crate::operator::Operator;
@@ -52,9 +52,9 @@ pub struct Rule {
     pub next: Option<RuleIdx>,
     /// Whether this is a chain link (not a starter).
     pub link: bool,
-    /// The rule's slot in the prefilter, when its operator can only match
-    /// a value that contains one of a few literals.
-    pub prefilter: Option<u32>,
+    /// The rule's slots in the prefilter, when its operator can only
+    /// match a value that contains a member of each of a few literal sets.
+    pub prefilter: Option<Screen>,
 }
 
 /// One entry of a phase's rule list.
@@ -137,8 +137,8 @@ pub struct RuleSet {
     pub(crate) rules: Vec<Rule>,
     /// Phases 1–5 at indexes 1–5.
     pub(crate) phases: [Vec<Step>; 6],
-    /// Per phase: a marker's name → the positions right after it.
-    pub(crate) markers: [HashMap<String, Vec<usize>>; 6],
+    /// Per phase and step: where a matched rule's `skipAfter` goes on.
+    pub(crate) skip_to: [Vec<u32>; 6],
     pub(crate) config: Config,
     pub(crate) chains: Vec<ChainDef>,
     pub(crate) prefilter: Prefilter,
@@ -179,7 +179,8 @@ impl RuleSet {
     /// it (or why none do).
     pub fn describe_prefilter(&self) -> Vec<String> {
         let head = format!(
-            "prefilter: {} literals, {} bytes",
+            "prefilter: {} slots, {} literals, {} bytes",
+            self.prefilter.slots(),
             self.prefilter.literals(),
             self.prefilter.memory(),
         );
@@ -187,7 +188,13 @@ impl RuleSet {
             .chain(self.rules.iter().map(|r| {
                 let lits = r
                     .prefilter
-                    .map(|s| self.prefilter.describe(s))
+                    .map(|s| {
+                        s.slots()
+                            .iter()
+                            .map(|&slot| self.prefilter.describe(slot))
+                            .collect::<Vec<_>>()
+                            .join(" & ")
+                    })
                     .unwrap_or_else(|| "-".into());
                 let targets: Vec<String> =
                     r.targets.iter().map(|t| t.var.name().to_string()).collect();
@@ -205,6 +212,35 @@ impl RuleSet {
                     pattern
                 )
             }))
+            .collect()
+    }
+
+    /// The rules whose operator matches `input` (as the rule runs it, no
+    /// transformation) though the prefilter would have screened them out
+    /// of a value holding exactly these bytes: empty unless the prefilter
+    /// is unsound. For tests and the conformance tools.
+    pub fn screened_wrongly(&self, input: &[u8]) -> Vec<u32> {
+        let bits = self.prefilter.scan(input);
+        self.rules
+            .iter()
+            .filter(|r| {
+                let Some(screen) = r.prefilter else {
+                    return false;
+                };
+                if bits.as_ref().is_some_and(|b| screen.passes(b)) {
+                    return false;
+                }
+                let hit = match &r.op.kind {
+                    crate::operator::OpKind::Rx(re) => re.is_match(input),
+                    crate::operator::OpKind::Pm(set) => set.automaton.is_match(input),
+                    crate::operator::OpKind::Str(op, crate::operator::Param::Lit(p)) => {
+                        crate::operator::string_op(*op, input, p)
+                    }
+                    _ => false,
+                };
+                hit != r.op.negated
+            })
+            .map(|r| r.id)
             .collect()
     }
 

@@ -65,6 +65,37 @@ fn skip_after_jumps_to_its_marker() {
     assert_eq!(ids, [(1, false), (3, true)]);
 }
 
+/// A marker name may appear more than once: a skip goes to the first one
+/// after the rule (one before it does not count), and past the last, to
+/// the end of the phase.
+const SKIP_TWICE: &str = r#"SecRuleEngine On
+SecMarker END
+SecRule ARGS:skip "@streq yes" "id:1,phase:2,pass,nolog,skipAfter:END"
+SecRule ARGS "@contains x" "id:2,phase:2,pass,log"
+SecMarker END
+SecRule ARGS:again "@streq yes" "id:3,phase:2,pass,nolog,skipAfter:END"
+SecRule ARGS "@contains x" "id:4,phase:2,pass,log"
+SecMarker END
+SecRule ARGS "@contains x" "id:5,phase:2,pass,log"
+SecRule ARGS:last "@streq yes" "id:6,phase:2,pass,nolog,skipAfter:END"
+SecRule ARGS "@contains x" "id:7,phase:2,pass,log"
+"#;
+
+#[test]
+fn skip_after_goes_to_the_next_marker_of_its_name() {
+    let ids = |uri| {
+        run(SKIP_TWICE, uri)
+            .0
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids("/?q=x"), [2, 4, 5, 7]);
+    assert_eq!(ids("/?q=x&skip=yes"), [1, 4, 5, 7]);
+    assert_eq!(ids("/?q=x&skip=yes&again=yes"), [1, 3, 5, 7]);
+    assert_eq!(ids("/?q=x&last=yes"), [2, 4, 5, 6]);
+}
+
 #[test]
 fn what_is_not_implemented_refuses_to_load_with_its_place() {
     let err = RuleSet::from_text(

@@ -1,9 +1,10 @@
-//! Required literals of a regular expression: a small set of byte strings
-//! such that every match contains at least one of them. Found on the
-//! parsed expression (`regex-syntax` HIR), lowercased, so that a
-//! case-insensitive Aho-Corasick scan over them is a necessary condition
-//! for the expression to match. `None` when no useful set exists (the
-//! expression can match without any fixed text).
+//! Required literals of a regular expression: a few small sets of byte
+//! strings such that every match contains a member of each set (`(?:select
+//! |;)\s+(?:if|sleep)\s*\(` needs one of `select`, `;`, one of `if`,
+//! `sleep`, and `(`). Found on the parsed expression (`regex-syntax` HIR),
+//! lowercased, so that a case-insensitive scan finding a member of every
+//! set is a necessary condition for the expression to match. Empty when
+//! no useful set exists (the expression can match without fixed text).
 
 use regex_syntax::hir::{Class, Hir, HirKind};
 
@@ -18,18 +19,82 @@ const MAX_REQUIRED_CLASS: usize = 48;
 
 type Set = Vec<Vec<u8>>;
 
+/// Most sets a pattern is screened by.
+const MAX_SETS: usize = 3;
+
 /// Parses `pattern` as the engine compiles it and returns its required
-/// literals.
-pub fn required_literals(pattern: &str) -> Option<Set> {
-    let hir = regex_syntax::ParserBuilder::new()
+/// literal sets, the most selective first, at most [`MAX_SETS`]: the best
+/// set, then others only when they are rare in ordinary text (strings of
+/// two bytes or more, or punctuation), so that a value screened by all of
+/// them rarely reaches the expression without matching it.
+pub fn required_literals(pattern: &str) -> Vec<Set> {
+    let Ok(hir) = regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
         .dot_matches_new_line(true)
         .build()
         .parse(pattern)
-        .ok()?;
-    let set = required(&hir)?;
-    (!set.iter().any(Vec::is_empty)).then_some(set)
+    else {
+        return Vec::new();
+    };
+    let mut sets: Vec<Set> = requirements(&hir).into_iter().filter(useful).collect();
+    sets.sort_by_key(|s| std::cmp::Reverse(score(s)));
+    sets.dedup();
+    let mut out = Vec::new();
+    for set in sets {
+        if out.is_empty() || (out.len() < MAX_SETS && rare(&set)) {
+            out.push(set);
+        }
+    }
+    out
+}
+
+/// Sets every match of `h` contains a member of each of.
+fn requirements(h: &Hir) -> Vec<Set> {
+    match h.kind() {
+        HirKind::Capture(c) => requirements(&c.sub),
+        HirKind::Repetition(r) if (2..=4).contains(&r.min) => {
+            // At least `min` copies in a row: their concatenations.
+            let repeated = exact(&r.sub).and_then(|sub| {
+                let mut acc = vec![Vec::new()];
+                for _ in 0..r.min {
+                    acc = cross(&acc, &sub)?;
+                }
+                Some(acc)
+            });
+            match repeated {
+                Some(set) => vec![set],
+                None => requirements(&r.sub),
+            }
+        }
+        HirKind::Repetition(r) if r.min >= 1 => requirements(&r.sub),
+        HirKind::Concat(hs) => {
+            let mut all = Vec::new();
+            let mut run: Set = vec![Vec::new()];
+            for h in hs {
+                match exact(h) {
+                    Some(ex) => match cross(&run, &ex) {
+                        Some(next) => run = next,
+                        None => all.push(std::mem::replace(&mut run, ex)),
+                    },
+                    None => {
+                        all.push(std::mem::replace(&mut run, vec![Vec::new()]));
+                        all.extend(requirements(h));
+                    }
+                }
+            }
+            all.push(run);
+            all
+        }
+        _ => required(h).into_iter().collect(),
+    }
+}
+
+/// Whether a set's members are rare in ordinary text: none is a single
+/// letter, digit or space.
+fn rare(s: &Set) -> bool {
+    s.iter()
+        .all(|x| x.len() >= 2 || !(x[0].is_ascii_alphanumeric() || x[0].is_ascii_whitespace()))
 }
 
 /// The set of exact strings `h` matches, when small.
@@ -198,11 +263,46 @@ mod tests {
     use super::*;
 
     fn req(p: &str) -> Option<Vec<String>> {
-        required_literals(p).map(|s| {
+        required_literals(p).into_iter().next().map(|s| {
             s.into_iter()
                 .map(|x| String::from_utf8_lossy(&x).into_owned())
                 .collect()
         })
+    }
+
+    fn all(p: &str) -> Vec<Vec<String>> {
+        required_literals(p)
+            .into_iter()
+            .map(|s| {
+                s.into_iter()
+                    .map(|x| String::from_utf8_lossy(&x).into_owned())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_concatenation_requires_each_of_its_rare_parts() {
+        assert_eq!(
+            all(r"(?i)(?:select|;)[\s\x0b]+(?:benchmark|if|sleep)[\s\x0b]*?\("),
+            vec![
+                vec!["benchmark".to_string(), "if".into(), "sleep".into()],
+                vec!["(".into()],
+                vec![";".into(), "select".into()],
+            ]
+        );
+        // A set of letters or spaces screens nothing in text: left out.
+        assert_eq!(all(r"while\s+x"), vec![vec!["while".to_string()]]);
+        assert_eq!(
+            all(r"(?:^|[/;\x5c])\.{2,3}[/;\x5c]"),
+            vec![
+                vec!["..".to_string()],
+                vec!["/".into(), ";".into(), "\\".into()]
+            ]
+        );
+        // At most three sets; none for an alternation of bare words' parts.
+        assert_eq!(all("a(b|c)d(e|f)g").len(), 1);
+        assert!(all("[^a]").is_empty());
     }
 
     #[test]
@@ -259,15 +359,18 @@ mod tests {
         ];
         for p in patterns {
             let re = crate::operator::regex(p).unwrap();
-            let set = required_literals(p).expect(p);
+            let sets = required_literals(p);
+            assert!(!sets.is_empty(), "{p}");
             for i in inputs {
                 if re.is_match(i.as_bytes()) {
                     let lower = i.to_ascii_lowercase();
-                    assert!(
-                        set.iter()
-                            .any(|l| memchr::memmem::find(lower.as_bytes(), l).is_some()),
-                        "{p} matches {i:?} without any of its literals"
-                    );
+                    for set in &sets {
+                        assert!(
+                            set.iter()
+                                .any(|l| memchr::memmem::find(lower.as_bytes(), l).is_some()),
+                            "{p} matches {i:?} without any of {set:?}"
+                        );
+                    }
                 }
             }
         }

@@ -366,18 +366,11 @@ impl Loader<'_> {
         self.check_markers()?;
         let chains = self.intern_chains();
         let prefilter = self.build_prefilter()?;
-        let mut markers: [HashMap<String, Vec<usize>>; 6] = Default::default();
-        for (phase, steps) in self.phases.iter().enumerate() {
-            for (i, step) in steps.iter().enumerate() {
-                if let Step::Marker(m) = step {
-                    markers[phase].entry(m.clone()).or_default().push(i + 1);
-                }
-            }
-        }
+        let skip_to = std::array::from_fn(|phase| skip_targets(&self.phases[phase], &self.rules));
         Ok(RuleSet {
             rules: self.rules,
             phases: self.phases,
-            markers,
+            skip_to,
             config: self.config,
             chains,
             prefilter,
@@ -540,13 +533,15 @@ impl Loader<'_> {
 
     fn build_prefilter(&mut self) -> Result<prefilter::Prefilter, LoadError> {
         let mut needs = Vec::new();
+        // Rules that need the same literal set share its slot.
+        let mut slot_of: HashMap<Vec<Vec<u8>>, u32> = HashMap::new();
         for r in &mut self.rules {
             if r.op.negated {
                 continue;
             }
-            let set = match &r.op.kind {
+            let sets = match &r.op.kind {
                 OpKind::Rx(re) => literals::required_literals(re.as_str()),
-                OpKind::Pm(p) => (!p.phrases.iter().any(Vec::is_empty)).then(|| p.phrases.clone()),
+                OpKind::Pm(p) if !p.phrases.iter().any(Vec::is_empty) => vec![p.phrases.clone()],
                 OpKind::Str(
                     StrOp::Contains
                     | StrOp::StrMatch
@@ -555,12 +550,20 @@ impl Loader<'_> {
                     | StrOp::BeginsWith
                     | StrOp::EndsWith,
                     Param::Lit(p),
-                ) if !p.is_empty() => Some(vec![p.clone()]),
-                _ => None,
+                ) if !p.is_empty() => vec![vec![p.clone()]],
+                _ => Vec::new(),
             };
-            if let Some(set) = set {
-                r.prefilter = Some(needs.len() as u32);
-                needs.push(set);
+            if !sets.is_empty() {
+                let slots: Vec<u32> = sets
+                    .into_iter()
+                    .map(|set| {
+                        *slot_of.entry(set.clone()).or_insert_with(|| {
+                            needs.push(set);
+                            needs.len() as u32 - 1
+                        })
+                    })
+                    .collect();
+                r.prefilter = Some(prefilter::Screen::new(&slots));
             }
         }
         prefilter::Prefilter::build(&needs).map_err(|e| {
@@ -573,6 +576,29 @@ impl Loader<'_> {
             )
         })
     }
+}
+
+/// Where each step of a phase goes on when its rule matched and has
+/// `skipAfter`: right after the first marker of that name further on, or
+/// the end of the phase. Found once here, in one pass from the end, so a
+/// skip costs no lookup.
+fn skip_targets(steps: &[Step], rules: &[Rule]) -> Vec<u32> {
+    let end = steps.len() as u32;
+    let mut after: HashMap<&str, u32> = HashMap::new();
+    let mut out = vec![end; steps.len()];
+    for (i, step) in steps.iter().enumerate().rev() {
+        match step {
+            Step::Marker(m) => {
+                after.insert(m, i as u32 + 1);
+            }
+            Step::Rule(idx) => {
+                if let Some(name) = &rules[*idx as usize].skip_after {
+                    out[i] = after.get(name.as_str()).copied().unwrap_or(end);
+                }
+            }
+        }
+    }
+    out
 }
 
 fn on_off(v: &str) -> Result<bool, String> {

@@ -215,6 +215,47 @@ impl Prefilter {
     }
 }
 
+/// A rule's slots, one per required literal set (rules needing the same
+/// set share its slot): a value can match the rule only when its scan
+/// result has all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Screen {
+    slots: [u32; 3],
+    n: u8,
+}
+
+impl Screen {
+    /// A screen of one to three slots.
+    pub fn new(slots: &[u32]) -> Screen {
+        let mut s = [0; 3];
+        s[..slots.len()].copy_from_slice(slots);
+        Screen {
+            slots: s,
+            n: slots.len() as u8,
+        }
+    }
+
+    pub fn slots(&self) -> &[u32] {
+        &self.slots[..self.n as usize]
+    }
+
+    /// Whether a scan result (or a union of them) has every slot.
+    pub fn passes(self, bits: &[u64]) -> bool {
+        self.slots().iter().all(|&s| has(bits, s))
+    }
+
+    /// The word and bit of the first slot in a scan result.
+    pub fn first_bit(self) -> (usize, u64) {
+        (self.slots[0] as usize / 64, 1u64 << (self.slots[0] % 64))
+    }
+
+    /// Whether a scan result has every slot after the first.
+    #[inline]
+    pub fn passes_rest(self, bits: &[u64]) -> bool {
+        self.n == 1 || self.slots()[1..].iter().all(|&s| has(bits, s))
+    }
+}
+
 /// Whether `slot` is set in a scan result.
 pub fn has(bits: &[u64], slot: u32) -> bool {
     bits[slot as usize / 64] & (1u64 << (slot % 64)) != 0
@@ -243,6 +284,15 @@ mod tests {
         assert!(!has(&bits, 0) && has(&bits, 1) && !has(&bits, 3));
         let bits = p.scan(b"a>b").unwrap();
         assert!(has(&bits, 3) && !has(&bits, 1));
+        // The verdict does not depend on ASCII case (scans are cached by
+        // the bytes without case).
+        for (a, b) in [
+            (&b"x SELECT y"[..], &b"x select y"[..]),
+            (b"JAVASCRIPT:", b"javascript:"),
+            (b"A>B", b"a>b"),
+        ] {
+            assert_eq!(p.scan(a), p.scan(b));
+        }
         // A single-byte literal matches a letter in either case.
         assert!(has(&p.scan(b"q").unwrap(), 4) && has(&p.scan(b"xQ").unwrap(), 4));
         assert!(p.scan(b"z").is_none());

@@ -13,12 +13,10 @@
 //! without literals (`@detectSQLi`…) and `multiMatch` rules read the same
 //! columns.
 
-use std::borrow::Cow;
 use std::time::Instant;
 
 use super::values::{Data, Key, Val};
 use super::{Intervention, Limit, MatchedRule, TargetOwner, Transaction};
-use crate::compile::prefilter::has;
 use crate::model::{Ctl, Disruptive, EngineMode, Macro, Selector, SetOp, SetVar, Target};
 use crate::operator::{self, OpKind, Param};
 use crate::ruleset::{ChainId, Rule, RuleIdx, RuleSet, Step, allow_covers};
@@ -70,11 +68,8 @@ impl Transaction {
                 if self.intervention.is_some() || self.allowed.is_some() {
                     break;
                 }
-                if let Some(m) = &r.skip_after {
-                    i = rules.markers[phase as usize]
-                        .get(m)
-                        .and_then(|ps| ps.iter().copied().find(|&p| p > i))
-                        .unwrap_or(steps.len());
+                if r.skip_after.is_some() {
+                    i = rules.skip_to[phase as usize][i] as usize;
                     continue;
                 }
                 if r.skip > 0 {
@@ -119,7 +114,7 @@ impl Transaction {
 
     fn match_targets(&mut self, rules: &RuleSet, r: &Rule) -> bool {
         let mut any = false;
-        let mut vals = Vec::new();
+        let mut vals = std::mem::take(&mut self.vals);
         for t in &r.targets {
             if self.by_column(t) {
                 any |= self.match_column(rules, r, t);
@@ -131,6 +126,7 @@ impl Transaction {
                 any |= self.match_value(rules, r, v);
             }
         }
+        self.vals = vals;
         any
     }
 
@@ -158,9 +154,15 @@ impl Transaction {
         candidates.clear();
         if let (Some(slot), false) = (r.prefilter, r.multi_match) {
             let g = self.group(rules, t.var, &t.selector, r.chain);
-            if has(&self.shared.unions[g.union as usize..], slot) {
+            if slot.passes(&self.shared.unions[g.union as usize..]) {
+                // The hottest loop of a form of many fields: the first
+                // slot is tested as one word and bit, the others only
+                // when it is set.
+                let words = rules.prefilter.words();
+                let (word, bit) = slot.first_bit();
                 for h in self.shared.hot(g) {
-                    if has(self.bits(rules, h.bits), slot) {
+                    let bits = &self.pool[h.bits as usize * words..][..words];
+                    if bits[word] & bit != 0 && slot.passes_rest(bits) {
                         candidates.push((h.index, 0, h.tv));
                     }
                 }
@@ -180,7 +182,7 @@ impl Transaction {
                     if let Some(slot) = r.prefilter
                         && !self
                             .scan(rules, tv)
-                            .is_some_and(|b| has(self.bits(rules, b), slot))
+                            .is_some_and(|b| slot.passes(self.bits(rules, b)))
                     {
                         continue;
                     }
@@ -229,7 +231,7 @@ impl Transaction {
                 if let Some(slot) = r.prefilter
                     && !self
                         .scan(rules, tv)
-                        .is_some_and(|b| has(self.bits(rules, b), slot))
+                        .is_some_and(|b| slot.passes(self.bits(rules, b)))
                 {
                     return false;
                 }
@@ -278,7 +280,7 @@ impl Transaction {
                     if let Some(slot) = r.prefilter
                         && !self
                             .scan(rules, stage)
-                            .is_some_and(|b| has(self.bits(rules, b), slot))
+                            .is_some_and(|b| slot.passes(self.bits(rules, b)))
                     {
                         continue;
                     }
@@ -315,6 +317,8 @@ impl Transaction {
     /// matches (after negation).
     pub(crate) fn test(&self, r: &Rule, input: &[u8]) -> Option<Vec<Vec<u8>>> {
         let mut caps = Vec::new();
+        #[cfg(feature = "profile")]
+        crate::profile::count(crate::profile::Work::Regex, input.len());
         let hit = match &r.op.kind {
             OpKind::Rx(re) => regex_test(re, input, r.capture, &mut caps),
             OpKind::RxMacro(m) => match operator::regex(&self.expand_text(m)) {
@@ -330,8 +334,8 @@ impl Transaction {
                 }
                 None => false,
             },
-            OpKind::Str(op, p) => operator::string_op(*op, input, &self.param(p)),
-            OpKind::Num(op, p) => operator::number_op(*op, input, &self.param(p)),
+            OpKind::Str(op, p) => self.with_param(p, |p| operator::string_op(*op, input, p)),
+            OpKind::Num(op, p) => self.with_param(p, |p| operator::number_op(*op, input, p)),
             OpKind::IpMatch(list) => operator::ip_matches(list, input),
             OpKind::ValidateByteRange(allowed) => input.iter().any(|&b| !allowed[b as usize]),
             OpKind::ValidateUrlEncoding => operator::invalid_url_encoding(input),
@@ -354,24 +358,41 @@ impl Transaction {
         }
     }
 
-    fn param<'a>(&self, p: &'a Param) -> Cow<'a, [u8]> {
+    /// `f` of an operator's parameter: its text, or its macro expanded
+    /// into a buffer kept for the transaction.
+    fn with_param<R>(&self, p: &Param, f: impl FnOnce(&[u8]) -> R) -> R {
         match p {
-            Param::Lit(b) => Cow::Borrowed(b),
-            Param::Macro(m) => Cow::Owned(self.expand(m)),
+            Param::Lit(b) => f(b),
+            Param::Macro(m) => {
+                let mut buf = self.param_buf.take();
+                buf.clear();
+                self.expand_into(m, &mut buf);
+                let out = f(&buf);
+                self.param_buf.set(buf);
+                out
+            }
         }
     }
 
     /// A value matched: match variables, captures, the link's `setvar`s.
     fn on_match(&mut self, r: &Rule, hit: Option<(String, Vec<u8>)>, caps: Vec<Vec<u8>>) {
+        #[cfg(feature = "profile")]
+        crate::profile::count(crate::profile::Work::Matched, 0);
         if let Some((name, value)) = hit {
-            self.matched_vars.push((name.clone(), value.clone()));
-            self.matched_var = value;
-            self.matched_var_name = name;
+            // Copied into the buffers of the match before (no allocation
+            // once they have grown); the owned pair goes to the list.
+            self.matched_var.clear();
+            self.matched_var.extend_from_slice(&value);
+            self.matched_var_name.clear();
+            self.matched_var_name.push_str(&name);
+            self.matched_vars.push((name, value));
         }
         if r.capture && !caps.is_empty() {
+            const DIGITS: [&[u8]; 10] =
+                [b"0", b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8", b"9"];
             let tx = self.vars.entry(Var::Tx).or_default();
-            for (i, c) in caps.into_iter().enumerate() {
-                tx.set(i.to_string().as_bytes(), c);
+            for (key, c) in DIGITS.iter().zip(caps) {
+                tx.set(key, c);
             }
         }
         for sv in &r.setvars {
@@ -379,18 +400,30 @@ impl Transaction {
         }
     }
 
+    /// Runs one `setvar`. The key and value are expanded into buffers kept
+    /// for the transaction, and a value is copied into the variable's own
+    /// buffer, so a setvar allocates only when it creates a variable.
     fn setvar(&mut self, sv: &SetVar) {
-        let key = self.expand(&sv.key);
-        let value = match &sv.op {
+        let (mut key, mut value) = std::mem::take(&mut self.setvar_bufs);
+        key.clear();
+        value.clear();
+        self.expand_into(&sv.key, &mut key);
+        match &sv.op {
             SetOp::Delete => {
                 if let Some(c) = self.vars.get_mut(&sv.collection) {
                     c.remove(&key);
                 }
-                return;
             }
-            SetOp::Set(m) => self.expand(m),
+            SetOp::Set(m) => {
+                self.expand_into(m, &mut value);
+                self.vars
+                    .entry(sv.collection)
+                    .or_default()
+                    .set_bytes(&key, &value);
+            }
             SetOp::Add(m) | SetOp::Sub(m) => {
-                let delta = operator::atoi(&self.expand(m));
+                self.expand_into(m, &mut value);
+                let delta = operator::atoi(&value);
                 let cur = self
                     .vars
                     .get(&sv.collection)
@@ -402,10 +435,15 @@ impl Transaction {
                 } else {
                     cur.saturating_sub(delta)
                 };
-                n.to_string().into_bytes()
+                value.clear();
+                write_decimal(n, &mut value);
+                self.vars
+                    .entry(sv.collection)
+                    .or_default()
+                    .set_bytes(&key, &value);
             }
-        };
-        self.vars.entry(sv.collection).or_default().set(&key, value);
+        }
+        self.setvar_bufs = (key, value);
     }
 
     /// The actions a link runs once its whole chain matched.
@@ -567,4 +605,35 @@ fn transform_owned(rules: &RuleSet, chain: ChainId, mut value: Vec<u8>) -> Vec<u
         }
     }
     value
+}
+
+/// `n` in decimal, appended to `out` (as `n.to_string()` writes it).
+fn write_decimal(n: i64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimals_are_written_as_to_string_writes_them() {
+        for n in [0i64, 7, -7, 10, 99, -100, 1234567, i64::MAX, i64::MIN] {
+            let mut out = b"x".to_vec();
+            super::write_decimal(n, &mut out);
+            assert_eq!(out, format!("x{n}").into_bytes());
+        }
+    }
 }

@@ -11,13 +11,18 @@ impl Transaction {
     /// `m` with every reference replaced.
     pub(crate) fn expand(&self, m: &Macro) -> Vec<u8> {
         let mut out = Vec::new();
+        self.expand_into(m, &mut out);
+        out
+    }
+
+    /// `m` with every reference replaced, appended to `out`.
+    pub(crate) fn expand_into(&self, m: &Macro, out: &mut Vec<u8>) {
         for p in &m.parts {
             match p {
                 Part::Lit(s) => out.extend_from_slice(s.as_bytes()),
-                Part::Var(var, key) => self.expand_var(*var, key.as_deref(), &mut out),
+                Part::Var(var, key) => self.expand_var(*var, key.as_deref(), out),
             }
         }
-        out
     }
 
     /// `m` expanded, as text.

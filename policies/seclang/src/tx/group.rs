@@ -219,6 +219,8 @@ impl Transaction {
             let (parent, _) = self.column(rules, var, sel, def.parent.unwrap_or(0));
             let step = *def.steps.last().expect("a chain with a parent has steps");
             let at = self.shared.cells.len() as u32;
+            #[cfg(feature = "profile")]
+            crate::profile::count(crate::profile::Work::Column, base.len as usize);
             for i in 0..base.len {
                 let p = self.shared.cells[(parent + i) as usize];
                 let pm = self.shared.cell_masks[(parent + i) as usize];
@@ -257,20 +259,30 @@ impl Transaction {
     /// repeated or a chain that left it as another did, are not scanned
     /// again) and, for long values, by arena slot (not hashed again): the
     /// index of its result (see [`Transaction::bits`]), or `None` when no
-    /// rule can match it.
+    /// rule can match it. The verdict does not depend on ASCII case, so a
+    /// long value is cached by its bytes without case: its `t:lowercase`
+    /// is not scanned again. (Short values are hashed exactly: most calls
+    /// are cache hits on short fields, and folding would slow every one.)
     pub(crate) fn scan(&mut self, rules: &RuleSet, s: Str) -> Option<u32> {
         let long = s.len >= LONG;
         if long && let Some(&b) = self.scanned_long.get(&s) {
             return b;
         }
-        let hash = {
+        let bytes = self.arena.get(s);
+        let hash = if long {
+            folded_hash(bytes)
+        } else {
             use std::hash::Hasher;
             let mut h = rustc_hash::FxHasher::default();
-            h.write(self.arena.get(s));
+            h.write(bytes);
             h.finish()
         };
         if let Some(&(other, b)) = self.scanned_bytes.get(&hash)
-            && self.arena.get(other) == self.arena.get(s)
+            && if long {
+                self.arena.get(other).eq_ignore_ascii_case(bytes)
+            } else {
+                self.arena.get(other) == bytes
+            }
         {
             if long {
                 self.scanned_long.insert(s, b);
@@ -278,6 +290,8 @@ impl Transaction {
             return b;
         }
         let words = rules.prefilter.words().max(1);
+        #[cfg(feature = "profile")]
+        crate::profile::count(crate::profile::Work::Scan, s.len as usize);
         let found = rules
             .prefilter
             .scan_into(self.arena.get(s), &mut self.pool, &mut self.seen)
@@ -322,5 +336,52 @@ impl Transaction {
         let (out, _) = self.step(step, parent, classes);
         self.transformed.insert((data, chain), out);
         out
+    }
+}
+
+/// A hash of `b` that ignores ASCII case: every byte has its 0x20 bit set
+/// (which lowercases letters; other bytes that differ only in that bit
+/// collide, and the caller compares the bytes).
+fn folded_hash(b: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    const FOLD: u64 = 0x2020_2020_2020_2020;
+    let mut h = rustc_hash::FxHasher::default();
+    let mut words = b.chunks_exact(8);
+    for w in &mut words {
+        h.write_u64(u64::from_le_bytes(w.try_into().expect("8 bytes")) | FOLD);
+    }
+    let mut last = [0u8; 8];
+    let rest = words.remainder();
+    last[..rest.len()].copy_from_slice(rest);
+    h.write_u64(u64::from_le_bytes(last) | FOLD);
+    h.write_usize(b.len());
+    // Word-wise Fx mixing leaves values that differ in one byte (`v0001`,
+    // `v0002`) close together; a final avalanche (MurmurHash3's) spreads
+    // them over the cache table's buckets.
+    let mut x = h.finish();
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folded_hash;
+
+    #[test]
+    fn the_folded_hash_ignores_ascii_case_only() {
+        assert_eq!(folded_hash(b"The Quick FOX"), folded_hash(b"the quick fox"));
+        assert_eq!(
+            folded_hash(b"SELECT * FROM users WHERE id=1"),
+            folded_hash(b"select * from USERS where ID=1")
+        );
+        assert_ne!(folded_hash(b"abc"), folded_hash(b"abcd"));
+        assert_ne!(folded_hash(b"abcdefgh"), folded_hash(b"abcdefgh\0"));
+        // Bytes that differ only in 0x20 but are not letters may collide;
+        // the cache compares them with `eq_ignore_ascii_case`, which tells
+        // them apart.
+        assert!(!b"a@b".eq_ignore_ascii_case(b"a`b"));
     }
 }

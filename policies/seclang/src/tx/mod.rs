@@ -230,6 +230,12 @@ pub struct Transaction {
     pub(crate) shared: group::Shared,
     /// Scratch space: the (entry, stage, value) a rule tests.
     pub(crate) candidates: Vec<(u32, u32, Str)>,
+    /// Scratch space: the values of a target read one at a time.
+    pub(crate) vals: Vec<values::Val>,
+    /// Scratch space: a `setvar`'s expanded key and value.
+    pub(crate) setvar_bufs: (Vec<u8>, Vec<u8>),
+    /// Scratch space: an operator's parameter, expanded.
+    pub(crate) param_buf: std::cell::Cell<Vec<u8>>,
     pub(crate) intervention: Option<Intervention>,
     pub(crate) allowed: Option<(AllowScope, u8)>,
     pub(crate) matched: Vec<MatchedRule>,
@@ -359,6 +365,9 @@ impl Transaction {
             seen: emptied(seen),
             shared,
             candidates: emptied(candidates),
+            vals: Vec::new(),
+            setvar_bufs: Default::default(),
+            param_buf: Default::default(),
             intervention: None,
             allowed: None,
             matched: Vec::new(),

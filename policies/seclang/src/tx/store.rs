@@ -123,6 +123,24 @@ impl Vars {
         }
     }
 
+    /// Sets `key` to a copy of `value`, in the buffer of the value it
+    /// replaces when there is one.
+    pub fn set_bytes(&mut self, key: &[u8], value: &[u8]) {
+        match with_lower(key, |k| self.index.get(k).copied()) {
+            Some(i) => match &mut self.slots[i] {
+                Some((k, v)) => {
+                    if **k != *key {
+                        *k = key.into();
+                    }
+                    v.clear();
+                    v.extend_from_slice(value);
+                }
+                slot => *slot = Some((key.into(), value.to_vec())),
+            },
+            None => self.set(key, value.to_vec()),
+        }
+    }
+
     pub fn remove(&mut self, key: &[u8]) {
         if let Some(i) = with_lower(key, |k| self.index.remove(k)) {
             self.slots[i] = None;

@@ -329,6 +329,11 @@ impl Transaction {
             Key::Owned(v) => v,
             Key::Static(s) => s.as_bytes(),
         };
-        format!("{}:{}", var.name(), String::from_utf8_lossy(key))
+        let key = String::from_utf8_lossy(key);
+        let mut name = String::with_capacity(var.name().len() + 1 + key.len());
+        name.push_str(var.name());
+        name.push(':');
+        name.push_str(&key);
+        name
     }
 }
