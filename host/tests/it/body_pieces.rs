@@ -264,3 +264,36 @@ async fn failures_and_bad_verdicts_follow_the_failure_mode() {
     assert_eq!(failures, 1.0);
     server.stop().await;
 }
+
+/// A filter exporting `on-request-body-chunk` with another type than the
+/// `filter-streaming` world's is refused at load, naming the type the host
+/// expected; the agents whose chain names it are not served, and the
+/// others are.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chunk_export_of_the_wrong_type_refuses_the_filter() {
+    let dir = agents_dir(&["mirror", "http_echo", "mistyped"]);
+    let kdl = "filter \"mistyped\" {}\nagent \"mirror\" { filters \"mistyped\" }\n";
+    let server = Server::start(config(dir.path(), kdl)).await;
+    let refused = server.pipeline().registry().snapshot().refused.clone();
+    let found = refused
+        .iter()
+        .find(|r| r.name.as_deref() == Some("mistyped"));
+    assert!(
+        found.is_some_and(|r| r.reason.contains(
+            "its `on-request-body-chunk` export is not `func(head: list<u8>, headers: list<u8>, chunk: list<u8>, last: bool) -> body-step`"
+        )),
+        "{refused:?}"
+    );
+    let reply = post(&server, "mirror", &[], b"x".to_vec()).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        reply.text()
+    );
+    assert_eq!(reply.error_code(), "agent_refused");
+    let reply = post(&server, "http_echo", &[], b"still served".to_vec()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(&reply.body[..], b"still served");
+    server.stop().await;
+}
