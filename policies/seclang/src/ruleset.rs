@@ -218,7 +218,7 @@ impl RuleSet {
     /// The rules whose operator matches `input` (as the rule runs it, no
     /// transformation) though the prefilter would have screened them out
     /// of a value holding exactly these bytes: empty unless the prefilter
-    /// is unsound. For tests and the conformance tools.
+    /// is unsound (`tests/prefilter.rs`).
     pub fn screened_wrongly(&self, input: &[u8]) -> Vec<u32> {
         let bits = self.prefilter.scan(input);
         self.rules

@@ -1,10 +1,11 @@
 //! The literal prefilter: for every screened operator (regular
-//! expressions, `@pm` phrase lists, `@contains`…) a set of literals one of
-//! which any matching value contains. One pass over a value yields the
-//! rules that can match it; the others are skipped without running their
-//! operator. Sound by construction: a rule is skipped only when none of
-//! the literals its operator needs occurs in the value (compared without
-//! ASCII case).
+//! expressions, `@pm` phrase lists, `@contains`…) one to three sets of
+//! literals (its slots, a [`Screen`]), a member of each of which any
+//! matching value contains. One pass over a value yields the slots it
+//! opens, so the rules that can match it; the others are skipped without
+//! running their operator. Sound by construction: a rule is skipped only
+//! when for one of its sets none of the literals occurs in the value
+//! (compared without ASCII case; `tests/prefilter.rs` checks it on CRS).
 //!
 //! Single-byte literals (from character classes) are checked against the
 //! value's byte set, not searched for: they occur in most text, and an
