@@ -39,6 +39,7 @@ fn main() {
         "operator tests",
         "matches",
         "columns made",
+        "prefilter lookups",
     ]
     .iter()
     .zip(work)

@@ -274,8 +274,15 @@ fn prefix_eq(a: &[u8], b: &[u8], bits: u8) -> bool {
     rest == 0 || (a[whole] ^ b[whole]) >> (8 - rest) == 0
 }
 
-/// libinjection's SQL injection verdict and fingerprint.
+/// libinjection's SQL injection verdict and fingerprint. The verdict
+/// comes first, alone: `libinjectionrs::detect_sqli` tokenizes and folds
+/// the input once more after it to report the fingerprint, which only a
+/// match needs.
 pub fn detect_sqli(input: &[u8]) -> Option<Vec<u8>> {
+    let flags = libinjectionrs::SqliFlags::FLAG_NONE;
+    if !libinjectionrs::SqliState::new(input, flags).detect() {
+        return None;
+    }
     let found = libinjectionrs::detect_sqli(input);
     if !found.is_injection() {
         return None;

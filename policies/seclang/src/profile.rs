@@ -13,10 +13,11 @@ pub enum Work {
     Regex,
     Matched,
     Column,
+    Lookup,
 }
 
 thread_local! {
-    static WORK: RefCell<[(u64, u64); 4]> = const { RefCell::new([(0, 0); 4]) };
+    static WORK: RefCell<[(u64, u64); 5]> = const { RefCell::new([(0, 0); 5]) };
     static TIMES: RefCell<HashMap<u32, (u64, Duration)>> = RefCell::new(HashMap::new());
 }
 
@@ -69,6 +70,6 @@ pub fn count(w: Work, len: usize) {
 
 /// The work counted on this thread so far (calls, bytes), by kind; the
 /// count is emptied.
-pub fn take_work() -> [(u64, u64); 4] {
+pub fn take_work() -> [(u64, u64); 5] {
     WORK.with(|c| std::mem::take(&mut *c.borrow_mut()))
 }

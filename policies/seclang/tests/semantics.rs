@@ -1,8 +1,10 @@
 //! SecLang semantics through the public API, on small rule sets: a chain
 //! is reported only when every link matched, `setvar` scores and a later
 //! rule reads the score, `skipAfter` skips to its marker, `nolog` rules
-//! are matched but not logged, and a rule file using something the engine
-//! does not implement refuses to load with `file:line` and its name.
+//! are matched but not logged, a collection's matches come in its order
+//! whatever the prefilter grouped, `multiMatch` tests every stage that
+//! changed a value, and a rule file using something the engine does not
+//! implement refuses to load with `file:line` and its name.
 
 use std::sync::Arc;
 
@@ -94,6 +96,64 @@ fn skip_after_goes_to_the_next_marker_of_its_name() {
     assert_eq!(ids("/?q=x&skip=yes"), [1, 4, 5, 7]);
     assert_eq!(ids("/?q=x&skip=yes&again=yes"), [1, 3, 5, 7]);
     assert_eq!(ids("/?q=x&last=yes"), [2, 4, 5, 6]);
+}
+
+/// The rules that matched a GET of `uri`, with the variable of each
+/// one's last match.
+fn last_matches(rules: &str, uri: &str) -> Vec<(u32, String)> {
+    let rules = Arc::new(RuleSet::from_text(rules).unwrap_or_else(|e| panic!("{e}")));
+    let mut tx = Transaction::new(rules, Limits::default());
+    tx.request_line("GET", uri, "HTTP/1.1");
+    tx.process_request_headers();
+    tx.process_request_body();
+    tx.matched()
+        .iter()
+        .map(|m| (m.id, m.matched_var.clone()))
+        .collect()
+}
+
+/// Values of a collection whose prefilter verdicts differ (`xyzz` also
+/// holds rule 9's literal) are tested in collection order all the same;
+/// an empty collection read through the same transformations first
+/// (no cookies) hides nothing of the next one.
+const VERDICT_ORDER: &str = r#"SecRuleEngine On
+SecRule REQUEST_COOKIES|ARGS "@contains xy" "id:1,phase:2,pass,log"
+SecRule ARGS "@contains zz" "id:9,phase:2,pass,log"
+"#;
+
+#[test]
+fn matches_keep_collection_order_across_prefilter_verdicts() {
+    let ids = last_matches(VERDICT_ORDER, "/?a=xyzz&b=xy1&c=xyzz");
+    assert_eq!(ids, [(1, "ARGS:c".into()), (9, "ARGS:c".into())]);
+    let ids = last_matches(VERDICT_ORDER, "/?a=xyzz&b=xyzz&c=xy1");
+    assert_eq!(ids, [(1, "ARGS:c".into()), (9, "ARGS:b".into())]);
+}
+
+/// `multiMatch` tests each value again at every transformation that
+/// changed it, in collection order.
+const MULTI: &str = r#"SecRuleEngine On
+SecRule ARGS "@contains <x" "id:1,phase:2,pass,log,t:none,t:urlDecodeUni,t:lowercase,multiMatch"
+"#;
+
+#[test]
+fn multi_match_tests_every_stage_that_changed_a_value() {
+    assert_eq!(last_matches(MULTI, "/?a=%25253Cx&b=plain"), []);
+    assert_eq!(
+        last_matches(MULTI, "/?a=%253CX&b=%3CX"),
+        [(1, "ARGS:b".into())]
+    );
+    assert_eq!(
+        last_matches(MULTI, "/?a=%253Cx&b=%3Cx"),
+        [(1, "ARGS:b".into())]
+    );
+    assert_eq!(
+        last_matches(MULTI, "/?a=%3Cx&b=<x&c=y"),
+        [(1, "ARGS:b".into())]
+    );
+    assert_eq!(
+        last_matches(MULTI, "/?a=<x&b=%3Cx&c=%3CX"),
+        [(1, "ARGS:c".into())]
+    );
 }
 
 #[test]

@@ -15,8 +15,11 @@
 
 use std::time::Instant;
 
+use super::group::GroupAt;
+use super::store::Str;
 use super::values::{Data, Key, Val};
 use super::{Intervention, Limit, MatchedRule, TargetOwner, Transaction};
+use crate::compile::prefilter::Screen;
 use crate::model::{Ctl, Disruptive, EngineMode, Macro, Selector, SetOp, SetVar, Target};
 use crate::operator::{self, OpKind, Param};
 use crate::ruleset::{ChainId, Rule, RuleIdx, RuleSet, Step, allow_covers};
@@ -152,44 +155,31 @@ impl Transaction {
         };
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
-        if let (Some(slot), false) = (r.prefilter, r.multi_match) {
-            let g = self.group(rules, t.var, &t.selector, r.chain);
-            if slot.passes(&self.shared.unions[g.union as usize..]) {
-                // The hottest loop of a form of many fields: the first
-                // slot is tested as one word and bit, the others only
-                // when it is set.
-                let words = rules.prefilter.words();
-                let (word, bit) = slot.first_bit();
-                for h in self.shared.hot(g) {
-                    let bits = &self.pool[h.bits as usize * words..][..words];
-                    if bits[word] & bit != 0 && slot.passes_rest(bits) {
-                        candidates.push((h.index, 0, h.tv));
-                    }
-                }
+        let mut previous = None;
+        for (stage, &chain) in stages.iter().enumerate() {
+            let screened = r.prefilter.map(|slot| {
+                let g = self.group(rules, t.var, &t.selector, chain);
+                (slot, g)
+            });
+            let (at, len) = match screened {
+                Some((_, g)) => (g.column, g.len),
+                None => self.column(rules, t.var, &t.selector, chain),
+            };
+            if previous == Some(at) {
+                // The stage changed no value (its column is the last one).
+                continue;
             }
-        } else {
-            let mut previous = None;
-            for (stage, &chain) in stages.iter().enumerate() {
-                let (at, len) = self.column(rules, t.var, &t.selector, chain);
-                for i in 0..len {
-                    let tv = self.shared.column(at, len)[i as usize];
-                    if let Some(p) = previous {
-                        let before = self.shared.column(p, len)[i as usize];
-                        if before == tv || self.arena.get(before) == self.arena.get(tv) {
-                            continue;
-                        }
-                    }
-                    if let Some(slot) = r.prefilter
-                        && !self
-                            .scan(rules, tv)
-                            .is_some_and(|b| slot.passes(self.bits(rules, b)))
-                    {
-                        continue;
-                    }
-                    candidates.push((i, stage as u32, tv));
-                }
-                previous = Some(at);
+            let (stage, from) = (stage as u32, candidates.len());
+            if let Some((slot, g)) = screened {
+                self.screened(rules, slot, g, stage, &mut candidates);
+            } else {
+                let column = self.shared.column(at, len).iter();
+                candidates.extend((0..len).zip(column).map(|(i, &tv)| (i, stage, tv)));
             }
+            if let Some(p) = previous {
+                self.drop_unchanged(&mut candidates, from, p);
+            }
+            previous = Some(at);
         }
         if stages.len() > 1 {
             candidates.sort_unstable_by_key(|&(i, stage, _)| (i, stage));
@@ -218,6 +208,81 @@ impl Transaction {
         }
         self.candidates = candidates;
         any
+    }
+
+    /// Appends the entries of group `g` whose prefilter verdict passes
+    /// `slot` to `out`, as (entry, stage, value), in collection order.
+    fn screened(
+        &mut self,
+        rules: &RuleSet,
+        slot: Screen,
+        g: GroupAt,
+        stage: u32,
+        out: &mut Vec<(u32, u32, Str)>,
+    ) {
+        if !slot.passes(&self.shared.unions[g.union as usize..]) {
+            return;
+        }
+        // The hottest loop of a form of many fields, once per verdict:
+        // the first slot is tested as one word and bit, the others only
+        // when it is set.
+        let words = rules.prefilter.words();
+        let (word, bit) = slot.first_bit();
+        let from = out.len();
+        let mut marks = std::mem::take(&mut self.shared.marks);
+        let mut passed = 0;
+        for run in self.shared.runs(g) {
+            let bits = &self.pool[run.bits as usize * words..][..words];
+            if bits[word] & bit == 0 || !slot.passes_rest(bits) {
+                continue;
+            }
+            passed += 1;
+            let hot = self.shared.hot(run).iter();
+            if passed == 1 {
+                out.extend(hot.map(|h| (h.index, stage, h.tv)));
+                continue;
+            }
+            // Values of several runs: marked by entry, then read in order.
+            if passed == 2 {
+                marks.clear();
+                marks.resize(g.len.div_ceil(64) as usize, 0);
+                for &(i, _, _) in &out[from..] {
+                    marks[i as usize / 64] |= 1 << (i % 64);
+                }
+            }
+            for h in hot {
+                marks[h.index as usize / 64] |= 1 << (h.index % 64);
+            }
+        }
+        if passed > 1 {
+            out.truncate(from);
+            for (w, &word) in marks.iter().enumerate() {
+                let mut left = word;
+                while left != 0 {
+                    let i = (w * 64) as u32 + left.trailing_zeros();
+                    left &= left - 1;
+                    out.push((i, stage, self.shared.cell(g.column, i)));
+                }
+            }
+        }
+        self.shared.marks = marks;
+    }
+
+    /// Drops from `out[from..]` the values a stage left as they were in
+    /// the column at `before` (`multiMatch` tests a value again only
+    /// when a transformation changed it).
+    fn drop_unchanged(&self, out: &mut Vec<(u32, u32, Str)>, from: usize, before: u32) {
+        let mut kept = from;
+        for k in from..out.len() {
+            let (i, _, tv) = out[k];
+            let was = self.shared.cell(before, i);
+            if was == tv || self.arena.get(was) == self.arena.get(tv) {
+                continue;
+            }
+            out[kept] = out[k];
+            kept += 1;
+        }
+        out.truncate(kept);
     }
 
     /// Tests one value of a target.

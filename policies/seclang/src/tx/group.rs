@@ -10,6 +10,13 @@
 //! instead of through a cache keyed by value, a phase allocates nothing
 //! once the buffers have grown, and a value a chain leaves unchanged
 //! reuses the verdict on the raw value.
+//!
+//! A form of thousands of fields costs per value, not per rule and value:
+//! equal verdicts share one index, a group keeps its values in runs by
+//! verdict (so a rule tests each distinct verdict once), a step that
+//! changes no value of a column leaves its chain on the parent's column
+//! (and group), and chains reaching one column through one step share
+//! what it makes.
 
 use rustc_hash::FxHashMap;
 
@@ -38,12 +45,25 @@ struct Base {
     len: u32,
 }
 
-/// Where a group is: its hot values in `hot`, the union of their
-/// candidate slots at `union` in `unions`.
+/// Hot values of one group that share one prefilter verdict: `bits`
+/// (an index in the pool) and where they are in `hot`, in collection
+/// order.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Run {
+    pub bits: u32,
+    pub hot: (u32, u32),
+}
+
+/// Where a group is: its runs of hot values by verdict in `runs`, the
+/// union of their candidate slots at `union` in `unions`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GroupAt {
-    pub hot: (u32, u32),
+    pub runs: (u32, u32),
     pub union: u32,
+    /// The group's column (its values by entry) in the cells, and its
+    /// length.
+    pub column: u32,
+    pub len: u32,
 }
 
 /// Per phase: the columns, bases and groups computed so far.
@@ -60,9 +80,25 @@ pub(crate) struct Shared {
     raw: Vec<u32>,
     bases: FxHashMap<(Var, u8), Base>,
     columns: FxHashMap<(Var, u8, ChainId), u32>,
+    /// Columns by the column they were made from and the step.
+    derived: FxHashMap<(u32, u32, Transform), u32>,
     pub hot: Vec<Hot>,
+    runs: Vec<Run>,
+    /// A verdict's run in the group being made (`u32::MAX` otherwise),
+    /// by verdict index.
+    run_of: Vec<u32>,
+    /// Scratch space: a group's hot values ordered by run.
+    by_run: Vec<Hot>,
+    /// Scratch space: the entries a rule tests, one bit each.
+    pub marks: Vec<u64>,
     pub unions: Vec<u64>,
-    groups: FxHashMap<(Var, u8, ChainId), GroupAt>,
+    /// Groups by their column's place and length (chains that leave
+    /// every value as their parent did share the parent's column, so its
+    /// group; an empty column starts where the next one does, hence the
+    /// length).
+    groups: FxHashMap<(u32, u32), GroupAt>,
+    /// The same groups by collection and chain.
+    group_of: FxHashMap<(Var, u8, ChainId), GroupAt>,
 }
 
 impl Shared {
@@ -76,9 +112,13 @@ impl Shared {
         self.raw.clear();
         self.bases.clear();
         self.columns.clear();
+        self.derived.clear();
         self.hot.clear();
+        self.runs.clear();
+        self.by_run.clear();
         self.unions.clear();
         self.groups.clear();
+        self.group_of.clear();
     }
 
     /// A column's values.
@@ -86,9 +126,19 @@ impl Shared {
         &self.cells[at as usize..(at + len) as usize]
     }
 
-    /// A group's hot values.
-    pub fn hot(&self, g: GroupAt) -> &[Hot] {
-        &self.hot[g.hot.0 as usize..g.hot.1 as usize]
+    /// The value at entry `i` of the column at `column`.
+    pub fn cell(&self, column: u32, i: u32) -> Str {
+        self.cells[(column + i) as usize]
+    }
+
+    /// A group's runs of hot values, one per verdict.
+    pub fn runs(&self, g: GroupAt) -> &[Run] {
+        &self.runs[g.runs.0 as usize..g.runs.1 as usize]
+    }
+
+    /// A run's hot values.
+    pub fn hot(&self, run: &Run) -> &[Hot] {
+        &self.hot[run.hot.0 as usize..run.hot.1 as usize]
     }
 }
 
@@ -113,10 +163,14 @@ impl Transaction {
         chain: ChainId,
     ) -> GroupAt {
         let kind = kind_of(sel);
-        if let Some(&g) = self.shared.groups.get(&(var, kind, chain)) {
+        if let Some(&g) = self.shared.group_of.get(&(var, kind, chain)) {
             return g;
         }
         let (column, len) = self.column(rules, var, sel, chain);
+        if let Some(&g) = self.shared.groups.get(&(column, len)) {
+            self.shared.group_of.insert((var, kind, chain), g);
+            return g;
+        }
         let base = self.base(var, sel);
         let words = rules.prefilter.words();
         let union = self.shared.unions.len();
@@ -150,11 +204,52 @@ impl Transaction {
                 bits: found,
             });
         }
+        // Values of a form mostly share a few verdicts (scan results
+        // are deduplicated): a rule then tests each verdict once, not
+        // each value. The hot values are ordered by run, in collection
+        // order within each (a counting sort).
+        let runs = self.shared.runs.len();
+        self.shared
+            .run_of
+            .resize(self.pool.len() / words.max(1), u32::MAX);
+        for h in &self.shared.hot[first as usize..] {
+            let r = &mut self.shared.run_of[h.bits as usize];
+            if *r == u32::MAX {
+                *r = (self.shared.runs.len() - runs) as u32;
+                self.shared.runs.push(Run {
+                    bits: h.bits,
+                    hot: (0, 0),
+                });
+            }
+            self.shared.runs[runs + *r as usize].hot.1 += 1;
+        }
+        let mut at = first;
+        for run in &mut self.shared.runs[runs..] {
+            let n = run.hot.1;
+            run.hot = (at, at);
+            at += n;
+        }
+        let mut by_run = std::mem::take(&mut self.shared.by_run);
+        by_run.clear();
+        by_run.extend_from_slice(&self.shared.hot[first as usize..]);
+        for h in &by_run {
+            let r = self.shared.run_of[h.bits as usize] as usize;
+            let run = &mut self.shared.runs[runs + r];
+            self.shared.hot[run.hot.1 as usize] = *h;
+            run.hot.1 += 1;
+        }
+        self.shared.by_run = by_run;
+        for run in &self.shared.runs[runs..] {
+            self.shared.run_of[run.bits as usize] = u32::MAX;
+        }
         let g = GroupAt {
-            hot: (first, self.shared.hot.len() as u32),
+            runs: (runs as u32, self.shared.runs.len() as u32),
             union: union as u32,
+            column,
+            len,
         };
-        self.shared.groups.insert((var, kind, chain), g);
+        self.shared.groups.insert((column, len), g);
+        self.shared.group_of.insert((var, kind, chain), g);
         g
     }
 
@@ -218,20 +313,40 @@ impl Transaction {
         } else {
             let (parent, _) = self.column(rules, var, sel, def.parent.unwrap_or(0));
             let step = *def.steps.last().expect("a chain with a parent has steps");
-            let at = self.shared.cells.len() as u32;
-            #[cfg(feature = "profile")]
-            crate::profile::count(crate::profile::Work::Column, base.len as usize);
-            for i in 0..base.len {
-                let p = self.shared.cells[(parent + i) as usize];
-                let pm = self.shared.cell_masks[(parent + i) as usize];
-                let (tv, mask) = self.step(step, p, pm);
-                self.shared.cells.push(tv);
-                self.shared.cell_masks.push(mask);
-            }
-            at
+            self.derived_column(parent, base.len, step)
         };
         self.shared.columns.insert((var, kind, chain), at);
         (at, base.len)
+    }
+
+    /// The column of `len` values at `parent` through `step`, made once
+    /// (chains that differ only in steps that changed nothing reach the
+    /// same parent column).
+    fn derived_column(&mut self, parent: u32, len: u32, step: Transform) -> u32 {
+        if let Some(&at) = self.shared.derived.get(&(parent, len, step)) {
+            return at;
+        }
+        let at = self.shared.cells.len() as u32;
+        #[cfg(feature = "profile")]
+        crate::profile::count(crate::profile::Work::Column, len as usize);
+        for i in 0..len {
+            let p = self.shared.cells[(parent + i) as usize];
+            let pm = self.shared.cell_masks[(parent + i) as usize];
+            let (tv, mask) = self.step(step, p, pm);
+            self.shared.cells.push(tv);
+            self.shared.cell_masks.push(mask);
+        }
+        let made = &self.shared.cells[at as usize..];
+        let at = if made == &self.shared.cells[parent as usize..][..len as usize] {
+            // The step changed no value: the parent's column serves.
+            self.shared.cells.truncate(at as usize);
+            self.shared.cell_masks.truncate(at as usize);
+            parent
+        } else {
+            at
+        };
+        self.shared.derived.insert((parent, len, step), at);
+        at
     }
 
     /// Arena value `p` (byte classes `mask`) through one step, with the
@@ -264,6 +379,8 @@ impl Transaction {
     /// is not scanned again. (Short values are hashed exactly: most calls
     /// are cache hits on short fields, and folding would slow every one.)
     pub(crate) fn scan(&mut self, rules: &RuleSet, s: Str) -> Option<u32> {
+        #[cfg(feature = "profile")]
+        crate::profile::count(crate::profile::Work::Lookup, s.len as usize);
         let long = s.len >= LONG;
         if long && let Some(&b) = self.scanned_long.get(&s) {
             return b;
@@ -295,12 +412,37 @@ impl Transaction {
         let found = rules
             .prefilter
             .scan_into(self.arena.get(s), &mut self.pool, &mut self.seen)
-            .then(|| (self.pool.len() / words - 1) as u32);
+            .then(|| self.verdict(words));
         self.scanned_bytes.insert(hash, (s, found));
         if long {
             self.scanned_long.insert(s, found);
         }
         found
+    }
+
+    /// The index of the verdict just appended to the pool: an equal one
+    /// found before if any (and the new one dropped), so that values
+    /// opening the same slots share one index.
+    fn verdict(&mut self, words: usize) -> u32 {
+        use std::hash::Hasher;
+        let at = self.pool.len() - words;
+        let mut h = rustc_hash::FxHasher::default();
+        for &w in &self.pool[at..] {
+            h.write_u64(w);
+        }
+        let index = (at / words) as u32;
+        let key = h.finish();
+        match self.verdicts.get(&key) {
+            Some(&old) if self.pool[old as usize * words..][..words] == self.pool[at..] => {
+                self.pool.truncate(at);
+                old
+            }
+            Some(_) => index,
+            None => {
+                self.verdicts.insert(key, index);
+                index
+            }
+        }
     }
 
     /// A scan result's candidate slots.

@@ -224,6 +224,8 @@ pub struct Transaction {
     /// Prefilter results, each `RuleSet::prefilter.words()` words, indexed
     /// by `scanned_bytes` and `Hot::bits`.
     pub(crate) pool: Vec<u64>,
+    /// The verdicts in `pool` by a hash of their words.
+    pub(crate) verdicts: FxHashMap<u64, u32>,
     /// Scratch space for the prefilter.
     pub(crate) seen: Vec<u64>,
     /// Columns and groups of the phase being run.
@@ -269,6 +271,7 @@ pub struct Scratch {
     scanned_bytes: FxHashMap<u64, (Str, Option<u32>)>,
     scanned_long: FxHashMap<Str, Option<u32>>,
     pool: Vec<u64>,
+    verdicts: FxHashMap<u64, u32>,
     seen: Vec<u64>,
     shared: group::Shared,
     candidates: Vec<(u32, u32, Str)>,
@@ -298,6 +301,7 @@ impl Transaction {
             mut scanned_bytes,
             mut scanned_long,
             pool,
+            mut verdicts,
             seen,
             mut shared,
             candidates,
@@ -305,6 +309,7 @@ impl Transaction {
         transformed.clear();
         scanned_bytes.clear();
         scanned_long.clear();
+        verdicts.clear();
         shared.clear();
         let config = rules.config().clone();
         let mut arena = Arena::reusing(arena);
@@ -361,6 +366,7 @@ impl Transaction {
             scanned_bytes,
             scanned_long,
             pool: emptied(pool),
+            verdicts,
             // All zeros: a scan leaves it cleared, and `resize` fills.
             seen: emptied(seen),
             shared,
@@ -386,6 +392,7 @@ impl Transaction {
         self.transformed.clear();
         self.scanned_bytes.clear();
         self.scanned_long.clear();
+        self.verdicts.clear();
         self.shared.clear();
         Scratch {
             arena: emptied(self.arena.into_buffer()),
@@ -400,6 +407,7 @@ impl Transaction {
             scanned_bytes: self.scanned_bytes,
             scanned_long: self.scanned_long,
             pool: emptied(self.pool),
+            verdicts: self.verdicts,
             seen: emptied(self.seen),
             shared: self.shared,
             candidates: emptied(self.candidates),

@@ -13,7 +13,20 @@ pub fn is_blacklisted(fingerprint: &str) -> bool {
         return false;
     }
     
-    // Build the v1 fingerprint with '0' prefix and uppercase
+    // Build the v1 fingerprint with '0' prefix and uppercase, on the
+    // stack (a fingerprint has at most 5 tokens; a longer one, never
+    // made by the tokenizer, takes the allocating path)
+    let fp = fingerprint.as_bytes();
+    let mut buf = [0u8; 8];
+    if fp.len() < buf.len() {
+        buf[0] = b'0';
+        for (to, &b) in buf[1..].iter_mut().zip(fp) {
+            *to = b.to_ascii_uppercase();
+        }
+        // Only ASCII letters changed, so the bytes are still UTF-8.
+        let fp2 = core::str::from_utf8(&buf[..fp.len() + 1]).unwrap_or("");
+        return sqli_data::lookup_word(fp2) == crate::sqli::TokenType::Fingerprint;
+    }
     let mut fp2 = String::with_capacity(8);
     fp2.push('0');
     
