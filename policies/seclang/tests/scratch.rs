@@ -1,6 +1,7 @@
 //! A transaction made in the memory of the one before
 //! (`Transaction::reusing`) answers exactly as a new one: the same rules
-//! matched, the same decision, whatever the request before held.
+//! matched, the same decision, the same scores, whatever the request
+//! before held (its `TX` variables are kept unset).
 
 use std::sync::Arc;
 
@@ -43,9 +44,22 @@ fn requests() -> Vec<Req> {
     ]
 }
 
-/// Runs `r`; answers the matched rule ids, the status of an
-/// intervention, and what the transaction leaves behind.
-fn run(rules: &Arc<RuleSet>, r: &Req, scratch: Scratch) -> (Vec<u32>, Option<u16>, Scratch) {
+/// `TX` variables CRS scores in (set only by the rules that matched).
+const SCORES: [&str; 6] = [
+    "sql_injection_score",
+    "xss_score",
+    "rce_score",
+    "lfi_score",
+    "inbound_anomaly_score_pl1",
+    "blocking_inbound_anomaly_score",
+];
+
+/// What one run answered: the matched rule ids, the status of an
+/// intervention, and the scores.
+type Answer = (Vec<u32>, Option<u16>, Vec<Option<String>>);
+
+/// Runs `r`; its answer, and what the transaction leaves behind.
+fn run(rules: &Arc<RuleSet>, r: &Req, scratch: Scratch) -> (Answer, Scratch) {
     let mut tx = Transaction::reusing(rules.clone(), Limits::default(), scratch);
     tx.connection("203.0.113.7", 50412, "127.0.0.1", 8080);
     tx.request_line("POST", r.uri, "HTTP/1.1");
@@ -70,7 +84,8 @@ fn run(rules: &Arc<RuleSet>, r: &Req, scratch: Scratch) -> (Vec<u32>, Option<u16
     }
     tx.process_logging();
     let ids = tx.matched().iter().map(|m| m.id).collect();
-    (ids, status, tx.into_scratch())
+    let scores = SCORES.iter().map(|k| tx.var("tx", k)).collect();
+    ((ids, status, scores), tx.into_scratch())
 }
 
 #[test]
@@ -86,11 +101,14 @@ fn a_transaction_in_reused_memory_answers_as_a_new_one() {
     let mut blocked = 0;
     // Twice through, so every request follows one unlike it.
     for r in reqs.iter().chain(reqs.iter().rev()) {
-        let (fresh_ids, fresh_status, _) = run(&crs, r, Scratch::default());
-        let (ids, status, left) = run(&crs, r, scratch);
+        let (fresh, _) = run(&crs, r, Scratch::default());
+        let (answer, left) = run(&crs, r, scratch);
         scratch = left;
-        assert_eq!((&ids, status), (&fresh_ids, fresh_status), "{}", r.uri);
-        blocked += usize::from(status.is_some());
+        assert_eq!(answer, fresh, "{}", r.uri);
+        blocked += usize::from(answer.1.is_some());
+        // A blocked request was scored: the scores compared are real.
+        let score = answer.2[5].as_deref().unwrap_or("0");
+        assert_eq!(answer.1.is_some(), score != "0", "{} scored {score}", r.uri);
     }
     // The five attacks are blocked and the three clean requests are
     // not: the comparison is between real decisions.

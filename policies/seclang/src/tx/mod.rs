@@ -259,9 +259,11 @@ pub(crate) enum TargetOwner {
 /// What a finished transaction leaves the next one: its arena, its
 /// request collections, body, caches and scratch space, emptied, in the
 /// memory they grew to, so that a host running one request after another
-/// does not allocate and grow them again each time. Only buffers the
-/// engine fills from empty are kept; nothing of the request they held is
-/// readable through them.
+/// does not allocate and grow them again each time; and its writable
+/// variables (`TX`…), every one unset, so that the next transaction sets
+/// them again in their memory. Only what the engine fills from empty or
+/// unset is kept; nothing of the request it held is readable through it
+/// (`tests/scratch.rs`).
 #[derive(Debug, Default)]
 pub struct Scratch {
     arena: Vec<u8>,
@@ -275,6 +277,8 @@ pub struct Scratch {
     seen: Vec<u64>,
     shared: group::Shared,
     candidates: Vec<(u32, u32, Str)>,
+    /// The writable collections, every variable unset.
+    vars: FxHashMap<Var, Vars>,
 }
 
 fn emptied<T>(mut v: Vec<T>) -> Vec<T> {
@@ -305,6 +309,7 @@ impl Transaction {
             seen,
             mut shared,
             candidates,
+            vars,
         } = scratch;
         transformed.clear();
         scanned_bytes.clear();
@@ -341,7 +346,7 @@ impl Transaction {
             mp_headers: Collection::default(),
             xml_text: Collection::default(),
             xml_attrs: Collection::default(),
-            vars: FxHashMap::default(),
+            vars,
             env: Vars::default(),
             matched_var: Vec::new(),
             matched_var_name: String::new(),
@@ -394,6 +399,9 @@ impl Transaction {
         self.scanned_long.clear();
         self.verdicts.clear();
         self.shared.clear();
+        for v in self.vars.values_mut() {
+            v.unset_all();
+        }
         Scratch {
             arena: emptied(self.arena.into_buffer()),
             collections: [
@@ -411,6 +419,7 @@ impl Transaction {
             seen: emptied(self.seen),
             shared: self.shared,
             candidates: emptied(self.candidates),
+            vars: self.vars,
         }
     }
 

@@ -85,74 +85,103 @@ impl Collection {
     }
 }
 
-/// One key of a [`Vars`] as first written, and its value.
-type Slot = (Box<[u8]>, Vec<u8>);
+/// One variable of a [`Vars`]: its key as last written, its value, and
+/// whether it is set in this transaction (and where in `order`).
+#[derive(Debug, Default, Clone)]
+struct Slot {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    live: bool,
+    at: u32,
+}
+
+/// Variables a [`Vars`] keeps for the next transaction, unset: beyond
+/// this many, it starts again empty (keys can come from requests).
+const KEEP: usize = 512;
 
 /// A writable collection (`TX`, `IP`, …): keys without case, in the order
-/// first set.
+/// first set. A transaction made from the [`super::Scratch`] of one before
+/// finds the variables that one created unset, with their memory, so
+/// that setting the same variables again (as CRS does on every request)
+/// allocates nothing.
 #[derive(Debug, Default, Clone)]
 pub struct Vars {
     index: FxHashMap<Box<[u8]>, usize>,
-    slots: Vec<Option<Slot>>,
+    slots: Vec<Slot>,
+    /// Slots in the order they were set; an entry whose slot was unset
+    /// and set again since (its `at` moved on) is skipped.
+    order: Vec<u32>,
 }
 
 impl Vars {
     pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
         let i = with_lower(key, |k| self.index.get(k).copied())?;
-        self.slots[i].as_ref().map(|(_, v)| v.as_slice())
+        let slot = &self.slots[i];
+        slot.live.then_some(slot.value.as_slice())
+    }
+
+    /// The slot of `key`, set (appended to the order when it was not),
+    /// its key as written now.
+    fn slot(&mut self, key: &[u8]) -> &mut Slot {
+        let i = match with_lower(key, |k| self.index.get(k).copied()) {
+            Some(i) => i,
+            None => {
+                let i = self.slots.len();
+                self.index
+                    .insert(key.to_ascii_lowercase().into_boxed_slice(), i);
+                self.slots.push(Slot::default());
+                i
+            }
+        };
+        let slot = &mut self.slots[i];
+        if !slot.live {
+            slot.live = true;
+            slot.at = self.order.len() as u32;
+            self.order.push(i as u32);
+        }
+        if slot.key != key {
+            slot.key.clear();
+            slot.key.extend_from_slice(key);
+        }
+        slot
     }
 
     pub fn set(&mut self, key: &[u8], value: Vec<u8>) {
-        match with_lower(key, |k| self.index.get(k).copied()) {
-            Some(i) => match &mut self.slots[i] {
-                Some((k, v)) => {
-                    if **k != *key {
-                        *k = key.into();
-                    }
-                    *v = value;
-                }
-                slot => *slot = Some((key.into(), value)),
-            },
-            None => {
-                self.index.insert(
-                    key.to_ascii_lowercase().into_boxed_slice(),
-                    self.slots.len(),
-                );
-                self.slots.push(Some((key.into(), value)));
-            }
-        }
+        self.slot(key).value = value;
     }
 
-    /// Sets `key` to a copy of `value`, in the buffer of the value it
-    /// replaces when there is one.
+    /// Sets `key` to a copy of `value`, in the buffer the variable had.
     pub fn set_bytes(&mut self, key: &[u8], value: &[u8]) {
-        match with_lower(key, |k| self.index.get(k).copied()) {
-            Some(i) => match &mut self.slots[i] {
-                Some((k, v)) => {
-                    if **k != *key {
-                        *k = key.into();
-                    }
-                    v.clear();
-                    v.extend_from_slice(value);
-                }
-                slot => *slot = Some((key.into(), value.to_vec())),
-            },
-            None => self.set(key, value.to_vec()),
-        }
+        let v = &mut self.slot(key).value;
+        v.clear();
+        v.extend_from_slice(value);
     }
 
     pub fn remove(&mut self, key: &[u8]) {
-        if let Some(i) = with_lower(key, |k| self.index.remove(k)) {
-            self.slots[i] = None;
+        if let Some(i) = with_lower(key, |k| self.index.get(k).copied()) {
+            self.slots[i].live = false;
         }
     }
 
-    /// Every (key as first written, value), in order.
+    /// Every (key, value) set, in the order first set.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.slots
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.as_ref(), v.as_slice()))
+        self.order.iter().enumerate().filter_map(|(at, &i)| {
+            let slot = &self.slots[i as usize];
+            (slot.live && slot.at as usize == at).then_some((&slot.key[..], &slot.value[..]))
+        })
+    }
+
+    /// Unsets every variable, keeping their memory for the next
+    /// transaction (or none, past [`KEEP`] variables).
+    pub fn unset_all(&mut self) {
+        if self.slots.len() > KEEP {
+            *self = Vars::default();
+            return;
+        }
+        for slot in &mut self.slots {
+            slot.live = false;
+        }
+        self.order.clear();
     }
 }
 
@@ -186,6 +215,38 @@ mod tests {
         assert_eq!(keys, [b"SCORE".to_vec(), b"other".to_vec()]);
         v.remove(b"score");
         assert_eq!(v.get(b"Score"), None);
+        // Set again after removal: last in the order.
+        v.set(b"score", b"3".to_vec());
+        let keys: Vec<_> = v.iter().map(|(k, _)| k.to_vec()).collect();
+        assert_eq!(keys, [b"other".to_vec(), b"score".to_vec()]);
+    }
+
+    #[test]
+    fn vars_unset_for_the_next_transaction_read_as_new() {
+        let mut v = Vars::default();
+        v.set(b"a", b"1".to_vec());
+        v.set(b"b", b"2".to_vec());
+        v.unset_all();
+        assert_eq!(v.get(b"a"), None);
+        assert_eq!(v.iter().count(), 0);
+        v.set_bytes(b"B", b"3");
+        v.set_bytes(b"c", b"4");
+        v.set_bytes(b"a", b"5");
+        let all: Vec<_> = v.iter().map(|(k, x)| (k.to_vec(), x.to_vec())).collect();
+        assert_eq!(
+            all,
+            [
+                (b"B".to_vec(), b"3".to_vec()),
+                (b"c".to_vec(), b"4".to_vec()),
+                (b"a".to_vec(), b"5".to_vec())
+            ]
+        );
+        // Past KEEP variables, nothing is kept.
+        for i in 0..=KEEP {
+            v.set_bytes(format!("k{i}").as_bytes(), b"x");
+        }
+        v.unset_all();
+        assert!(v.slots.is_empty() && v.index.is_empty());
     }
 
     #[test]
