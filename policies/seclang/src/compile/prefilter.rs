@@ -38,10 +38,30 @@ pub struct Prefilter {
 }
 
 /// The set of bytes in `hay` (the slots' byte sets hold both cases of a
-/// letter, so no byte is lowercased here). Each byte sets one of four
-/// words without a branch and without reading what the byte before
-/// wrote (an indexed `s[b >> 6] |= …` waits on the previous store).
+/// letter, so no byte is lowercased here). Each byte of a short value
+/// sets one of four words without a branch and without reading what the
+/// byte before wrote (an indexed `s[b >> 6] |= …` waits on the previous
+/// store); a long value marks a table, one store a byte that nothing
+/// waits on, read back eight entries at a time.
 pub fn byte_set(hay: &[u8]) -> ByteSet {
+    if hay.len() >= 256 {
+        let mut seen = [0u8; 256];
+        for &b in hay {
+            seen[b as usize] = 1;
+        }
+        let mut set = [0u64; 4];
+        for (w, word) in set.iter_mut().enumerate() {
+            for k in 0..8 {
+                let at = w * 64 + k * 8;
+                let eight = u64::from_le_bytes(seen[at..at + 8].try_into().expect("8 bytes"));
+                // Bytes of 0 or 1: the multiply gathers their low bits
+                // into the top byte, entry 0 in its lowest bit.
+                let bits = eight.wrapping_mul(0x0102_0408_1020_4080) >> 56;
+                *word |= bits << (k * 8);
+            }
+        }
+        return set;
+    }
     let (mut s0, mut s1, mut s2, mut s3) = (0u64, 0u64, 0u64, 0u64);
     for &b in hay {
         let bit = 1u64 << (b & 63);
@@ -323,7 +343,7 @@ mod tests {
             .map(|_| (0..1 + rand() % 3).map(|_| vec![rand() as u8]).collect())
             .collect();
         let p = Prefilter::build(&needs).unwrap();
-        for len in [0usize, 1, 2, 7, 40, 300] {
+        for len in [0usize, 1, 2, 7, 40, 255, 256, 300, 2000] {
             for _ in 0..50 {
                 let hay: Vec<u8> = (0..len).map(|_| rand() as u8).collect();
                 let mut naive = [0u64; 4];
