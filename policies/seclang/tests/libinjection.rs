@@ -125,11 +125,51 @@ fn known_attacks_are_found() {
 #[test]
 fn detect_xss_shortcut_agrees_with_libinjection() {
     const PIECES: &[&str] = &[
-        "<", "=", ">", "/", "\"", "'", "`", " ", "\t", "\n", "\x0c", "!", "--", "?", "%",
-        "!DOCTYPE", "[CDATA[", "[if", "xml", "import", "ENTITY", "script", "svg", "img",
-        "iframe", "onerror", "onload", "on", "src", "href", "style", "xmlns", "xlink:href",
-        "formaction", "attributename", "javascript:", "vbscript:", "data:", "&#106;", "alert(1)",
-        "x", "a", "1", "\0", "\u{e9}",
+        "<",
+        "=",
+        ">",
+        "/",
+        "\"",
+        "'",
+        "`",
+        " ",
+        "\t",
+        "\n",
+        "\x0c",
+        "!",
+        "--",
+        "?",
+        "%",
+        "!DOCTYPE",
+        "[CDATA[",
+        "[if",
+        "xml",
+        "import",
+        "ENTITY",
+        "script",
+        "svg",
+        "img",
+        "iframe",
+        "onerror",
+        "onload",
+        "on",
+        "src",
+        "href",
+        "style",
+        "xmlns",
+        "xlink:href",
+        "formaction",
+        "attributename",
+        "javascript:",
+        "vbscript:",
+        "data:",
+        "&#106;",
+        "alert(1)",
+        "x",
+        "a",
+        "1",
+        "\0",
+        "\u{e9}",
     ];
     let mut next = 0x2545_f491_4f6c_dd1du64;
     let mut rand = move |n: usize| {
@@ -156,5 +196,8 @@ fn detect_xss_shortcut_agrees_with_libinjection() {
         flagged += usize::from(full);
     }
     // Both kinds of input were made, and the tokenizer flagged some.
-    assert!(without > 10_000 && flagged > 1_000, "{without} without, {flagged} flagged");
+    assert!(
+        without > 10_000 && flagged > 1_000,
+        "{without} without, {flagged} flagged"
+    );
 }
