@@ -172,13 +172,7 @@ fn detect_xss_shortcut_agrees_with_libinjection() {
         "\0",
         "\u{e9}",
     ];
-    let mut next = 0x2545_f491_4f6c_dd1du64;
-    let mut rand = move |n: usize| {
-        next ^= next << 13;
-        next ^= next >> 7;
-        next ^= next << 17;
-        (next % n as u64) as usize
-    };
+    let mut rand = picker(0x2545_f491_4f6c_dd1du64);
     let (mut without, mut flagged) = (0, 0);
     for _ in 0..100_000 {
         let mut input = String::new();
@@ -293,13 +287,7 @@ fn detect_sqli_shortcut_agrees_with_libinjection() {
         ".",
         "`",
     ];
-    let mut next = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rand = move |n: usize| {
-        next ^= next << 13;
-        next ^= next >> 7;
-        next ^= next << 17;
-        (next % n as u64) as usize
-    };
+    let mut rand = picker(0x9e37_79b9_7f4a_7c15u64);
     let word_only = |s: &[u8]| s.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_');
     let (mut words, mut flagged, mut spaced) = (0, 0, 0);
     for round in 0..300_000 {
@@ -330,4 +318,14 @@ fn detect_sqli_shortcut_agrees_with_libinjection() {
         words > 50_000 && flagged > 1_000 && spaced > 100,
         "{words} of words alone, {flagged} flagged, {spaced} of them words and spaces"
     );
+}
+
+/// A seeded xorshift: each call picks a number below `n`.
+fn picker(mut next: u64) -> impl FnMut(usize) -> usize {
+    move |n| {
+        next ^= next << 13;
+        next ^= next >> 7;
+        next ^= next << 17;
+        (next % n as u64) as usize
+    }
 }
