@@ -2,15 +2,21 @@
 //! before, keyed by the component's digest and the engine's settings, kept in
 //! a directory Wharf owns (never the agents directory).
 //!
-//! Loading native code is trusted: a file is only used when it carries
-//! Wharf's header and its own checksum matches, and it is deserialized from
-//! memory after that check (no mapping of a file that could change later).
-//! The checksum (XXH3-128) catches a damaged or truncated file; it is not
-//! a defence against someone who can write the directory (they could
-//! write a matching sum too), which is why the directory is private.
+//! An entry is two files: `KEY.cwasm`, exactly what wasmtime serialized,
+//! and `KEY.sum`, Wharf's header with the code's length and checksum.
+//! Loading native code is trusted: the code is only used when its checksum
+//! matches, and it is then mapped from the file (not copied), so an idle
+//! agent's code and memory image are page cache (clean, shared between
+//! processes, given back under memory pressure), not anonymous memory.
+//! The checksum (XXH3-128) catches
+//! a damaged or truncated file; it is not a defence against someone who can
+//! write the directory (they could write a matching sum too, or change the
+//! mapped file), which is why the directory is private. Wharf itself never
+//! writes an entry in place: each is written aside and renamed over, so a
+//! mapped file is never changed under a running agent.
 
 use std::hash::{Hash, Hasher};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -18,16 +24,54 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// The header of an entry: the format, then its checksum.
-const MAGIC: &[u8; 8] = b"WHARFC2\n";
-/// The header of the earlier format (a SHA-256 checksum): taken as a miss,
-/// compiled again and replaced, so no start keeps paying the slower check.
-const EARLIER: &[u8; 8] = b"WHARFC1\n";
-/// XXH3-128, little-endian.
-const SUM: usize = 16;
+/// The header of an entry's `.sum` file: the format, then the code's
+/// length (u64) and checksum (XXH3-128), little-endian. Entries of the
+/// earlier formats (a header before the code in the `.cwasm` file, no
+/// `.sum`) are taken as misses, compiled again and replaced.
+const MAGIC: &[u8; 8] = b"WHARFC3\n";
+/// The `.sum` file's length.
+const SUM_FILE: usize = MAGIC.len() + 8 + 16;
 
-fn checksum(payload: &[u8]) -> [u8; SUM] {
-    xxhash_rust::xxh3::xxh3_128(payload).to_le_bytes()
+/// The `.sum` file's contents for `code`.
+fn sum_file(code: &[u8]) -> [u8; SUM_FILE] {
+    let mut out = [0; SUM_FILE];
+    out[..8].copy_from_slice(MAGIC);
+    out[8..16].copy_from_slice(&(code.len() as u64).to_le_bytes());
+    out[16..].copy_from_slice(&xxhash_rust::xxh3::xxh3_128(code).to_le_bytes());
+    out
+}
+
+/// The `.sum` contents of what `file` holds, read through a buffer (the
+/// code is not kept: it is mapped afterwards).
+fn sum_of(file: &mut std::fs::File) -> std::io::Result<[u8; SUM_FILE]> {
+    let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
+    let mut buf = vec![0; 64 * 1024];
+    let mut len = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        len += n as u64;
+    }
+    let mut out = [0; SUM_FILE];
+    out[..8].copy_from_slice(MAGIC);
+    out[8..16].copy_from_slice(&len.to_le_bytes());
+    out[16..].copy_from_slice(&hasher.digest128().to_le_bytes());
+    Ok(out)
+}
+
+/// Whether `a` and `b` are the same file (device and inode).
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    true
 }
 
 /// How a compile went through the cache.
@@ -103,7 +147,8 @@ impl ArtifactCache {
         &self.dir
     }
 
-    /// The file for a component (by its SHA-256) under this engine.
+    /// The code file for a component (by its SHA-256) under this engine;
+    /// its checksum is beside it, with the extension `sum`.
     fn entry(&self, sha256: &[u8; 32]) -> PathBuf {
         let mut key = Sha256::new();
         key.update(sha256);
@@ -151,47 +196,58 @@ impl ArtifactCache {
     }
 
     fn load(&self, engine: &Engine, path: &Path) -> Option<Component> {
-        // A missing entry is the ordinary miss.
-        let data = std::fs::read(path).ok()?;
-        if data.starts_with(EARLIER) {
-            tracing::debug!(path = %path.display(), "compiled code in an earlier format; compiling again");
-            return None;
-        }
-        let payload = data
-            .strip_prefix(MAGIC)
-            .filter(|rest| rest.len() > SUM)
-            .map(|rest| rest.split_at(SUM))
-            .filter(|(sum, payload)| checksum(payload) == **sum)
-            .map(|(_, payload)| payload);
-        // SAFETY: the payload was written by `store` below into a directory
-        // private to this user, and its checksum matches, so it is exactly
+        // A missing entry, or one of an earlier format (no `.sum`), is a
+        // miss; storing replaces it.
+        let sum = std::fs::read(path.with_extension("sum")).ok()?;
+        let mut file = std::fs::File::open(path).ok()?;
+        let checked = file.metadata().ok()?;
+        let sound = sum == sum_of(&mut file).ok()?;
+        // SAFETY: the file was written by `store` below into a directory
+        // private to this user and its checksum matches, so it is exactly
         // what `Component::serialize` produced with an engine of the same
         // settings (the file name covers them, and wasmtime checks its own
-        // version and settings again before using it).
+        // version and settings again before using it). Wharf never changes
+        // an entry in place (it renames a new file over it), and the file
+        // mapped is checked below to be the one whose sum was read.
         #[allow(unsafe_code)]
-        let loaded =
-            payload.and_then(|payload| unsafe { Component::deserialize(engine, payload) }.ok());
-        if loaded.is_none() {
-            self.stats.rejected.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(path = %path.display(), "discarding a damaged or stale compiled component");
-            let _ = std::fs::remove_file(path);
+        let loaded = sound
+            .then(|| unsafe { Component::deserialize_file(engine, path) }.ok())
+            .flatten();
+        if loaded.is_some() {
+            // Replaced (by another process storing the same entry) between
+            // the check and the mapping: not the file checked, so not used.
+            let mapped = std::fs::metadata(path).ok()?;
+            return same_file(&checked, &mapped).then_some(loaded).flatten();
         }
-        loaded
+        self.stats.rejected.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(path = %path.display(), "discarding a damaged or stale compiled component");
+        let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(path.with_extension("sum"));
+        None
     }
 
     fn store(&self, path: &Path, component: &Component) -> wasmtime::Result<()> {
-        let payload = component.serialize()?;
-        // Unique per process and call: loads may run on several threads.
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let tmp = path.with_extension(format!("tmp.{}.{n}", std::process::id()));
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(MAGIC)?;
-        file.write_all(&checksum(&payload))?;
-        file.write_all(&payload)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&tmp, path)?;
+        let code = component.serialize()?;
+        // The code first, then its sum: an entry whose sum is missing or
+        // does not match its code is a miss, whatever a crash left.
+        write_aside(path, &code)?;
+        write_aside(&path.with_extension("sum"), &sum_file(&code))?;
         Ok(())
     }
+}
+
+/// Writes `bytes` to a new file beside `path`, syncs it and renames it over
+/// `path`: a reader sees the old file or the new one whole, and a mapping of
+/// the old one is never changed.
+fn write_aside(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // Unique per process and call: loads may run on several threads.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let tmp = path.with_extension(format!("{ext}.tmp.{}.{n}", std::process::id()));
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&tmp, path)
 }

@@ -51,8 +51,13 @@ fn a_second_start_loads_compiled_components_from_the_cache() {
     assert_eq!(stats.stores.load(Ordering::Relaxed), 3);
     assert_eq!(stats.hits.load(Ordering::Relaxed), 0);
     let files = entries(cache.path());
-    assert_eq!(files.len(), 3, "{files:?}");
-    assert!(files.iter().all(|f| f.extension().unwrap() == "cwasm"));
+    assert_eq!(files.len(), 6, "{files:?}");
+    for pair in files.chunks(2) {
+        // Each entry: the code as wasmtime serialized it, and its sum.
+        assert_eq!(pair[0].extension().unwrap(), "cwasm", "{files:?}");
+        assert_eq!(pair[1], pair[0].with_extension("sum"), "{files:?}");
+        assert!(std::fs::read(&pair[0]).unwrap().starts_with(b"\x7fELF"));
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -69,9 +74,23 @@ fn a_second_start_loads_compiled_components_from_the_cache() {
     assert_eq!(stats.stores.load(Ordering::Relaxed), 0);
     assert_eq!(entries(cache.path()), files);
 
+    // A loaded entry's code is mapped from its file, not copied.
+    let echo = std::fs::read(guest("echo")).unwrap();
+    #[cfg(target_os = "linux")]
+    {
+        let (component, outcome) = second.compile(&echo).unwrap();
+        assert_eq!(outcome, CacheOutcome::Hit);
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mapped: Vec<_> = files
+            .iter()
+            .filter(|f| maps.contains(f.to_str().unwrap()))
+            .collect();
+        assert_eq!(mapped.len(), 1, "echo's entry alone is mapped: {mapped:?}");
+        drop(component);
+    }
+
     // The allocator does not change compiled code, so it shares entries;
     // a setting that does (concurrency support) compiles anew.
-    let echo = std::fs::read(guest("echo")).unwrap();
     for (settings, expected) in [
         (
             wharf::runtime::EngineSettings {
@@ -101,13 +120,14 @@ fn a_damaged_entry_is_discarded_and_rebuilt() {
     let cache = tempfile::tempdir().unwrap();
     load_with_cache(agents.path(), cache.path());
     let files = entries(cache.path());
-    // One entry truncated, one with a flipped byte in its native code.
+    // One entry's code truncated, one with a flipped byte in its code
+    // (written in place, as damage would be, not by Wharf).
     let data = std::fs::read(&files[0]).unwrap();
     std::fs::write(&files[0], &data[..data.len() / 2]).unwrap();
-    let mut data = std::fs::read(&files[1]).unwrap();
+    let mut data = std::fs::read(&files[2]).unwrap();
     let last = data.len() - 1;
     data[last] ^= 0xff;
-    std::fs::write(&files[1], &data).unwrap();
+    std::fs::write(&files[2], &data).unwrap();
 
     let runtime = load_with_cache(agents.path(), cache.path());
     let stats = &runtime.cache().unwrap().stats;
@@ -118,29 +138,34 @@ fn a_damaged_entry_is_discarded_and_rebuilt() {
 }
 
 #[test]
-fn an_entry_in_the_earlier_format_is_compiled_again_and_replaced() {
+fn an_entry_in_an_earlier_format_is_compiled_again_and_replaced() {
     let agents = agents_dir(&NAMES);
     let cache = tempfile::tempdir().unwrap();
     load_with_cache(agents.path(), cache.path());
     let files = entries(cache.path());
-    // The earlier header (and its 32-byte SHA-256) before the same code:
-    // not trusted under the new one, not counted as damaged either.
-    let data = std::fs::read(&files[0]).unwrap();
-    let mut earlier = b"WHARFC1\n".to_vec();
-    earlier.extend_from_slice(&[0; 32]);
-    earlier.extend_from_slice(&data[8 + 16..]);
+    // The earlier format: a header and a checksum before the same code in
+    // one file, no `.sum` beside it. Not trusted under the new one, not
+    // counted as damaged either.
+    let code = std::fs::read(&files[0]).unwrap();
+    let sum = std::fs::read(&files[1]).unwrap();
+    let mut earlier = b"WHARFC2\n".to_vec();
+    earlier.extend_from_slice(&[0; 16]);
+    earlier.extend_from_slice(&code);
     std::fs::write(&files[0], &earlier).unwrap();
+    std::fs::remove_file(&files[1]).unwrap();
 
     let runtime = load_with_cache(agents.path(), cache.path());
     let stats = &runtime.cache().unwrap().stats;
     assert_eq!(stats.rejected.load(Ordering::Relaxed), 0);
     assert_eq!(stats.stores.load(Ordering::Relaxed), 1);
     assert_eq!(stats.hits.load(Ordering::Relaxed), 2);
+    assert_eq!(entries(cache.path()), files);
     assert_eq!(
         std::fs::read(&files[0]).unwrap(),
-        data,
+        code,
         "replaced in the new format"
     );
+    assert_eq!(std::fs::read(&files[1]).unwrap(), sum);
 }
 
 #[tokio::test(flavor = "multi_thread")]
