@@ -32,12 +32,12 @@ const MAGIC: &[u8; 8] = b"WHARFC3\n";
 /// The `.sum` file's length.
 const SUM_FILE: usize = MAGIC.len() + 8 + 16;
 
-/// The `.sum` file's contents for `code`.
-fn sum_file(code: &[u8]) -> [u8; SUM_FILE] {
+/// The `.sum` file's contents for code of `len` bytes with XXH3-128 `sum`.
+fn sum_file(len: u64, sum: u128) -> [u8; SUM_FILE] {
     let mut out = [0; SUM_FILE];
     out[..8].copy_from_slice(MAGIC);
-    out[8..16].copy_from_slice(&(code.len() as u64).to_le_bytes());
-    out[16..].copy_from_slice(&xxhash_rust::xxh3::xxh3_128(code).to_le_bytes());
+    out[8..16].copy_from_slice(&len.to_le_bytes());
+    out[16..].copy_from_slice(&sum.to_le_bytes());
     out
 }
 
@@ -55,11 +55,7 @@ fn sum_of(file: &mut std::fs::File) -> std::io::Result<[u8; SUM_FILE]> {
         hasher.update(&buf[..n]);
         len += n as u64;
     }
-    let mut out = [0; SUM_FILE];
-    out[..8].copy_from_slice(MAGIC);
-    out[8..16].copy_from_slice(&len.to_le_bytes());
-    out[16..].copy_from_slice(&hasher.digest128().to_le_bytes());
-    Ok(out)
+    Ok(sum_file(len, hasher.digest128()))
 }
 
 /// Whether `a` and `b` are the same file (device and inode).
@@ -231,7 +227,8 @@ impl ArtifactCache {
         // The code first, then its sum: an entry whose sum is missing or
         // does not match its code is a miss, whatever a crash left.
         write_aside(path, &code)?;
-        write_aside(&path.with_extension("sum"), &sum_file(&code))?;
+        let sum = sum_file(code.len() as u64, xxhash_rust::xxh3::xxh3_128(&code));
+        write_aside(&path.with_extension("sum"), &sum)?;
         Ok(())
     }
 }
