@@ -307,7 +307,9 @@ fn middleware(c: &mut Criterion) {
         async move {
             let started = Instant::now();
             let resp = answer();
-            metrics.call_seconds.record(started.elapsed().as_secs_f64());
+            metrics
+                .call_seconds()
+                .record(started.elapsed().as_secs_f64());
             metrics.request(started.elapsed());
             metrics.answers.count(wharf::metrics::Stage::Agent, 200);
             Ok::<_, tower::BoxError>(resp)

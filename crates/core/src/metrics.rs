@@ -1,6 +1,7 @@
 //! Prometheus metrics: one recorder per running Wharf (not a process-wide
 //! global, so several can run side by side), and per-agent handles
-//! registered once at load time so the hot path only touches atomics.
+//! registered once (at load, or on an agent's first use of a series) so
+//! the hot path only touches atomics.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -211,32 +212,10 @@ impl Metrics {
     fn component(&self, kind: &'static str, agent: &str) -> AgentMetrics {
         let r = &self.recorder;
         let base = vec![Label::new(kind, agent.to_string())];
-        let with = |k: &'static str, v: &'static str| {
-            let mut labels = base.clone();
-            labels.push(Label::new(k, v));
-            labels
-        };
         AgentMetrics {
             answers: Answers::new(self.recorder.clone(), kind, agent),
-            request_seconds: histogram(r, "wharf_request_duration_seconds", base.clone()),
-            call_seconds: histogram(r, "wharf_guest_call_duration_seconds", base.clone()),
-            instantiate_seconds: histogram(r, "wharf_instantiate_duration_seconds", base.clone()),
-            traps: counter(r, "wharf_traps_total", base.clone()),
-            deadlines: counter(r, "wharf_deadline_exceeded_total", base.clone()),
-            memory_limits: counter(r, "wharf_memory_limit_total", base.clone()),
-            retries: counter(r, "wharf_retries_total", base.clone()),
-            instances_live: gauge(r, "wharf_instances", with("state", "live")),
-            instances_idle: gauge(r, "wharf_instances", with("state", "idle")),
-            retired: RETIRE_REASONS
-                .map(|reason| counter(r, "wharf_instances_retired_total", with("reason", reason))),
-            shed: SHED_REASONS
-                .map(|reason| counter(r, "wharf_requests_shed_total", with("reason", reason))),
-            affinity_hits: counter(r, "wharf_affinity_total", with("outcome", "hit")),
-            affinity_misses: counter(r, "wharf_affinity_total", with("outcome", "miss")),
-            affinity_repins: counter(r, "wharf_affinity_total", with("outcome", "repin")),
-            affinity_evictions: counter(r, "wharf_affinity_evictions_total", base.clone()),
-            ahead_hits: counter(r, "wharf_instances_ahead_total", with("outcome", "hit")),
-            ahead_misses: counter(r, "wharf_instances_ahead_total", with("outcome", "miss")),
+            recorder: self.recorder.clone(),
+            kind,
             breaker_state: gauge(r, "wharf_breaker_state", base.clone()),
             healthy: gauge(r, "wharf_agent_healthy", base.clone()),
             probes: counter(r, "wharf_health_probes_total", Vec::new()),
@@ -247,6 +226,23 @@ impl Metrics {
                 g
             },
             memory_peak: std::sync::atomic::AtomicU64::new(0),
+            request_seconds: OnceLock::new(),
+            call_seconds: OnceLock::new(),
+            instantiate_seconds: OnceLock::new(),
+            traps: OnceLock::new(),
+            deadlines: OnceLock::new(),
+            memory_limits: OnceLock::new(),
+            retries: OnceLock::new(),
+            instances_live: OnceLock::new(),
+            instances_idle: OnceLock::new(),
+            retired: Default::default(),
+            shed: Default::default(),
+            affinity_hits: OnceLock::new(),
+            affinity_misses: OnceLock::new(),
+            affinity_repins: OnceLock::new(),
+            affinity_evictions: OnceLock::new(),
+            ahead_hits: OnceLock::new(),
+            ahead_misses: OnceLock::new(),
         }
     }
 }
@@ -319,42 +315,18 @@ impl Answers {
     }
 }
 
-/// One agent's metric handles; cheap to use from any thread.
+/// One agent's metric handles; cheap to use from any thread. Its state
+/// gauges (health, breaker, memory peak) exist from load; every other
+/// series is registered when it is first counted, so an agent that is
+/// never asked for costs neither their memory nor their lines on
+/// `/metrics` (about 8 KB and 80 lines an agent, most of it the
+/// histograms' buckets).
 pub struct AgentMetrics {
     /// Every answer given for this agent, by stage and status.
     pub answers: Answers,
-    /// Whole requests, from the route's admission to the answer (`wharf_request_duration_seconds`).
-    pub request_seconds: Histogram,
-    /// Guest calls alone (`wharf_call_duration_seconds`).
-    pub call_seconds: Histogram,
-    /// Making a fresh instance (`wharf_instantiate_duration_seconds`).
-    pub instantiate_seconds: Histogram,
-    /// Calls that trapped.
-    pub traps: Counter,
-    /// Calls cut off at their deadline.
-    pub deadlines: Counter,
-    /// Calls that hit the memory limit.
-    pub memory_limits: Counter,
-    /// Calls retried on another instance.
-    pub retries: Counter,
-    /// Warm instances alive.
-    pub instances_live: Gauge,
-    /// Warm instances idle.
-    pub instances_idle: Gauge,
-    retired: [Counter; 5],
-    shed: [Counter; 4],
-    /// Requests whose session found its pinned instance.
-    pub affinity_hits: Counter,
-    /// Requests whose session had no pinned instance yet.
-    pub affinity_misses: Counter,
-    /// Sessions pinned again (their instance was gone).
-    pub affinity_repins: Counter,
-    /// Pins dropped to stay within the bound.
-    pub affinity_evictions: Counter,
-    /// Fresh requests that found an instance made ahead, and that did not.
-    pub ahead_hits: Counter,
-    /// Fresh requests that found no instance made ahead.
-    pub ahead_misses: Counter,
+    recorder: Arc<PrometheusRecorder>,
+    /// `agent` or `filter`, the label the series carry the name under.
+    kind: &'static str,
     /// The circuit breaker's state (0 closed, 1 open, 2 half-open).
     pub breaker_state: Gauge,
     /// 1 when the agent is healthy, else 0.
@@ -365,13 +337,88 @@ pub struct AgentMetrics {
     /// agent's route was built (at start, and again on each reload).
     memory_max: Gauge,
     memory_peak: std::sync::atomic::AtomicU64,
+    request_seconds: OnceLock<Histogram>,
+    call_seconds: OnceLock<Histogram>,
+    instantiate_seconds: OnceLock<Histogram>,
+    traps: OnceLock<Counter>,
+    deadlines: OnceLock<Counter>,
+    memory_limits: OnceLock<Counter>,
+    retries: OnceLock<Counter>,
+    instances_live: OnceLock<Gauge>,
+    instances_idle: OnceLock<Gauge>,
+    retired: [OnceLock<Counter>; 5],
+    shed: [OnceLock<Counter>; 4],
+    affinity_hits: OnceLock<Counter>,
+    affinity_misses: OnceLock<Counter>,
+    affinity_repins: OnceLock<Counter>,
+    affinity_evictions: OnceLock<Counter>,
+    ahead_hits: OnceLock<Counter>,
+    ahead_misses: OnceLock<Counter>,
+}
+
+/// The accessors of an agent's series registered on first use:
+/// `name: Type = register("family", extra label)`.
+macro_rules! first_use {
+    ($($(#[$doc:meta])* $field:ident: $ty:ident = $register:ident($family:literal $(, $k:literal = $v:literal)?);)*) => {
+        impl AgentMetrics {
+            $(
+                $(#[$doc])*
+                pub fn $field(&self) -> &$ty {
+                    self.$field.get_or_init(|| {
+                        $register(&self.recorder, $family, self.labels(&[$(($k, $v))?]))
+                    })
+                }
+            )*
+        }
+    };
+}
+
+first_use! {
+    /// Whole requests, from the route's admission to the answer (`wharf_request_duration_seconds`).
+    request_seconds: Histogram = histogram("wharf_request_duration_seconds");
+    /// Guest calls alone (`wharf_guest_call_duration_seconds`).
+    call_seconds: Histogram = histogram("wharf_guest_call_duration_seconds");
+    /// Making a fresh instance (`wharf_instantiate_duration_seconds`).
+    instantiate_seconds: Histogram = histogram("wharf_instantiate_duration_seconds");
+    /// Calls that trapped.
+    traps: Counter = counter("wharf_traps_total");
+    /// Calls cut off at their deadline.
+    deadlines: Counter = counter("wharf_deadline_exceeded_total");
+    /// Calls that hit the memory limit.
+    memory_limits: Counter = counter("wharf_memory_limit_total");
+    /// Calls retried on another instance.
+    retries: Counter = counter("wharf_retries_total");
+    /// Warm instances alive.
+    instances_live: Gauge = gauge("wharf_instances", "state" = "live");
+    /// Warm instances idle.
+    instances_idle: Gauge = gauge("wharf_instances", "state" = "idle");
+    /// Requests whose session found its pinned instance.
+    affinity_hits: Counter = counter("wharf_affinity_total", "outcome" = "hit");
+    /// Requests whose session had no pinned instance yet.
+    affinity_misses: Counter = counter("wharf_affinity_total", "outcome" = "miss");
+    /// Sessions pinned again (their instance was gone).
+    affinity_repins: Counter = counter("wharf_affinity_total", "outcome" = "repin");
+    /// Pins dropped to stay within the bound.
+    affinity_evictions: Counter = counter("wharf_affinity_evictions_total");
+    /// Fresh requests that found an instance made ahead.
+    ahead_hits: Counter = counter("wharf_instances_ahead_total", "outcome" = "hit");
+    /// Fresh requests that found no instance made ahead.
+    ahead_misses: Counter = counter("wharf_instances_ahead_total", "outcome" = "miss");
 }
 
 impl AgentMetrics {
     /// Records the latency of a request through the agent's route (its
     /// answer is counted by whoever gives it, in [`Answers`]).
     pub fn request(&self, elapsed: Duration) {
-        self.request_seconds.record(elapsed.as_secs_f64());
+        self.request_seconds().record(elapsed.as_secs_f64());
+    }
+
+    /// This agent's label, then `extra`.
+    fn labels(&self, extra: &[(&'static str, &'static str)]) -> Vec<Label> {
+        let mut labels = Vec::with_capacity(1 + extra.len());
+        labels.push(Label::new(self.kind, self.answers.name.clone()));
+        labels.extend(extra.iter().map(|&(k, v)| Label::new(k, v)));
+        labels
     }
 
     /// Notes the linear memory a warm instance holds after a call.
@@ -384,12 +431,24 @@ impl AgentMetrics {
 
     /// Counts an instance retired for `why`.
     pub fn retired(&self, why: Retire) {
-        self.retired[why as usize].increment(1);
+        let i = why as usize;
+        self.retired[i]
+            .get_or_init(|| {
+                let labels = self.labels(&[("reason", RETIRE_REASONS[i])]);
+                counter(&self.recorder, "wharf_instances_retired_total", labels)
+            })
+            .increment(1);
     }
 
     /// Counts a request shed for `why`.
     pub fn shed(&self, why: Shed) {
-        self.shed[why as usize].increment(1);
+        let i = why as usize;
+        self.shed[i]
+            .get_or_init(|| {
+                let labels = self.labels(&[("reason", SHED_REASONS[i])]);
+                counter(&self.recorder, "wharf_requests_shed_total", labels)
+            })
+            .increment(1);
     }
 }
 
@@ -405,7 +464,7 @@ mod tests {
         a.answers.count(Stage::Agent, 200);
         a.answers.count(Stage::Agent, 200);
         a.retired(Retire::Trap);
-        a.affinity_hits.increment(3);
+        a.affinity_hits().increment(3);
         metrics.upkeep();
         let text = metrics.render();
         assert!(
@@ -418,10 +477,27 @@ mod tests {
     }
 
     #[test]
+    fn an_agents_series_are_made_when_first_counted() {
+        let metrics = Metrics::new();
+        let a = metrics.agent("idle");
+        metrics.upkeep();
+        let idle = metrics.render();
+        assert!(idle.contains(r#"wharf_agent_healthy{agent="idle"}"#), "{idle}");
+        assert!(!idle.contains(r#"wharf_traps_total{agent="idle"}"#), "{idle}");
+        assert!(!idle.contains(r#"wharf_request_duration_seconds_count{agent="idle"}"#));
+        a.traps().increment(1);
+        a.shed(Shed::Queue);
+        let text = metrics.render();
+        assert!(text.contains(r#"wharf_traps_total{agent="idle"} 1"#), "{text}");
+        assert!(text.contains(r#"wharf_requests_shed_total{agent="idle",reason="queue"} 1"#));
+        assert!(!text.contains(r#"reason="breaker""#), "{text}");
+    }
+
+    #[test]
     fn two_registries_are_independent() {
         let a = Metrics::new();
         let b = Metrics::new();
-        a.agent("x").traps.increment(1);
+        a.agent("x").traps().increment(1);
         assert!(!b.render().contains("wharf_traps_total{agent=\"x\"} 1"));
     }
 }

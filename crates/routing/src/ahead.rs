@@ -42,8 +42,8 @@ impl FreshStock {
     pub fn take(&self, metrics: &AgentMetrics) -> Option<Live> {
         let live = self.lock().pop();
         match &live {
-            Some(_) => metrics.ahead_hits.increment(1),
-            None => metrics.ahead_misses.increment(1),
+            Some(_) => metrics.ahead_hits().increment(1),
+            None => metrics.ahead_misses().increment(1),
         }
         live
     }
@@ -94,7 +94,7 @@ impl FreshStock {
         match core.entry.image.instantiate_ahead().await {
             Ok(live) => {
                 core.metrics
-                    .instantiate_seconds
+                    .instantiate_seconds()
                     .record(started.elapsed().as_secs_f64());
                 Some(live)
             }

@@ -386,7 +386,7 @@ impl AgentCore {
                 let started = Instant::now();
                 let live = self.entry.image.instantiate_async().await;
                 self.metrics
-                    .instantiate_seconds
+                    .instantiate_seconds()
                     .record(started.elapsed().as_secs_f64());
                 match live {
                     Ok(live) => live,
@@ -400,7 +400,7 @@ impl AgentCore {
         let started = Instant::now();
         let result = live.call_async(req).await;
         self.metrics
-            .call_seconds
+            .call_seconds()
             .record(started.elapsed().as_secs_f64());
         self.after_fresh_call(Some(live));
         result
@@ -416,9 +416,9 @@ impl AgentCore {
 
     fn count_failure(&self, err: &CallError) {
         match err {
-            CallError::Trap(_) | CallError::Instantiate(_) => self.metrics.traps.increment(1),
-            CallError::Deadline => self.metrics.deadlines.increment(1),
-            CallError::MemoryLimit => self.metrics.memory_limits.increment(1),
+            CallError::Trap(_) | CallError::Instantiate(_) => self.metrics.traps().increment(1),
+            CallError::Deadline => self.metrics.deadlines().increment(1),
+            CallError::MemoryLimit => self.metrics.memory_limits().increment(1),
             _ => {}
         }
     }

@@ -189,7 +189,7 @@ impl<I: Pooled> WarmPool<I> {
                     // The session's own instance: wait for its previous request.
                     let guard = slot.live.clone().lock_owned().await;
                     if slot.usable() {
-                        metrics.affinity_hits.increment(1);
+                        metrics.affinity_hits().increment(1);
                         return Ok((self.lease(slot, guard, permit), AffinityOutcome::Hit));
                     }
                 }
@@ -198,10 +198,10 @@ impl<I: Pooled> WarmPool<I> {
         let (slot, guard) = self.idle_or_new(metrics);
         if let Some((key, pins)) = pinned {
             let evicted = pins.pin(key, slot.id);
-            metrics.affinity_evictions.increment(evicted as u64);
+            metrics.affinity_evictions().increment(evicted as u64);
             match outcome {
-                AffinityOutcome::Repin => metrics.affinity_repins.increment(1),
-                _ => metrics.affinity_misses.increment(1),
+                AffinityOutcome::Repin => metrics.affinity_repins().increment(1),
+                _ => metrics.affinity_misses().increment(1),
             }
         }
         Ok((self.lease(slot, guard, permit), outcome))
@@ -376,8 +376,8 @@ impl<I: Pooled> WarmPool<I> {
     fn gauges(&self, metrics: &AgentMetrics) {
         let live = self.slots.load().len();
         let busy = self.busy.load(Ordering::Relaxed).min(live);
-        metrics.instances_live.set(live as f64);
-        metrics.instances_idle.set((live - busy) as f64);
+        metrics.instances_live().set(live as f64);
+        metrics.instances_idle().set((live - busy) as f64);
     }
 
     /// Probes idle instances' `health` export; busy ones are skipped.
@@ -436,7 +436,9 @@ async fn call_on(
     let instance = ensure_instance(live, || image.instantiate_async(), metrics).await?;
     let started = Instant::now();
     let result = instance.call_async(req).await;
-    metrics.call_seconds.record(started.elapsed().as_secs_f64());
+    metrics
+        .call_seconds()
+        .record(started.elapsed().as_secs_f64());
     result
 }
 
@@ -460,7 +462,7 @@ where
             let started = Instant::now();
             let instance = live.insert(make().await?);
             metrics
-                .instantiate_seconds
+                .instantiate_seconds()
                 .record(started.elapsed().as_secs_f64());
             Ok(instance)
         }

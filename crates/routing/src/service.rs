@@ -92,7 +92,7 @@ impl Policy<Request, Response, BoxError> for RetryTrapped {
         }
         self.left -= 1;
         req.attempt += 1;
-        self.core.metrics.retries.increment(1);
+        self.core.metrics.retries().increment(1);
         Some(ready(()))
     }
 

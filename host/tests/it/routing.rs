@@ -368,6 +368,24 @@ async fn an_agent_with_no_traffic_waits_its_idle_interval_for_a_probe() {
 async fn metrics_and_health_endpoints_describe_what_happened() {
     let dir = agents_dir(&["echo", "counter"]);
     let server = Server::start(config(dir.path(), WARM_COUNTER)).await;
+    // Before any request an agent has its state gauges and nothing else:
+    // its other series are made when first counted.
+    let idle = get(&server.url("/metrics")).await.text();
+    let echo: Vec<&str> = idle
+        .lines()
+        .filter(|l| l.contains(r#"agent="echo""#))
+        .filter_map(|l| l.split('{').next())
+        .collect();
+    assert!(
+        echo.contains(&"wharf_agent_healthy") && echo.contains(&"wharf_breaker_state"),
+        "{echo:?}"
+    );
+    assert!(
+        !echo.iter().any(|f| f.starts_with("wharf_request")
+            || f.starts_with("wharf_guest_call")
+            || f.starts_with("wharf_traps")),
+        "{echo:?}"
+    );
     for _ in 0..3 {
         post(&server.url("/agents/echo"), "x").await;
     }
@@ -386,17 +404,16 @@ async fn metrics_and_health_endpoints_describe_what_happened() {
         "wharf_request_duration_seconds_bucket",
         "wharf_guest_call_duration_seconds_bucket",
         "wharf_instantiate_duration_seconds_bucket",
-        "wharf_traps_total",
-        "wharf_deadline_exceeded_total",
-        "wharf_instances",
-        "wharf_instances_retired_total",
-        "wharf_affinity_total",
-        "wharf_affinity_evictions_total",
+        "wharf_instances{agent=\"counter\"",
+        "wharf_affinity_total{agent=\"counter\",outcome=\"miss\"}",
         "wharf_breaker_state",
         "wharf_agent_healthy",
     ] {
         assert!(text.contains(name), "/metrics lacks {name}");
     }
+    // Nothing trapped or was cut off: those series were never made.
+    assert!(!text.contains("wharf_traps_total{"), "{text}");
+    assert!(!text.contains("wharf_deadline_exceeded_total{"), "{text}");
     assert_eq!(
         metric(
             &server,
