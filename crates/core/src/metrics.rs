@@ -432,22 +432,23 @@ impl AgentMetrics {
     /// Counts an instance retired for `why`.
     pub fn retired(&self, why: Retire) {
         let i = why as usize;
-        self.retired[i]
-            .get_or_init(|| {
-                let labels = self.labels(&[("reason", RETIRE_REASONS[i])]);
-                counter(&self.recorder, "wharf_instances_retired_total", labels)
-            })
-            .increment(1);
+        self.by_reason(
+            &self.retired[i],
+            "wharf_instances_retired_total",
+            RETIRE_REASONS[i],
+        );
     }
 
     /// Counts a request shed for `why`.
     pub fn shed(&self, why: Shed) {
         let i = why as usize;
-        self.shed[i]
-            .get_or_init(|| {
-                let labels = self.labels(&[("reason", SHED_REASONS[i])]);
-                counter(&self.recorder, "wharf_requests_shed_total", labels)
-            })
+        self.by_reason(&self.shed[i], "wharf_requests_shed_total", SHED_REASONS[i]);
+    }
+
+    /// Counts one in `cell`, the series of `family` for `reason`, made on
+    /// first use.
+    fn by_reason(&self, cell: &OnceLock<Counter>, family: &'static str, reason: &'static str) {
+        cell.get_or_init(|| counter(&self.recorder, family, self.labels(&[("reason", reason)])))
             .increment(1);
     }
 }
@@ -482,13 +483,22 @@ mod tests {
         let a = metrics.agent("idle");
         metrics.upkeep();
         let idle = metrics.render();
-        assert!(idle.contains(r#"wharf_agent_healthy{agent="idle"}"#), "{idle}");
-        assert!(!idle.contains(r#"wharf_traps_total{agent="idle"}"#), "{idle}");
+        assert!(
+            idle.contains(r#"wharf_agent_healthy{agent="idle"}"#),
+            "{idle}"
+        );
+        assert!(
+            !idle.contains(r#"wharf_traps_total{agent="idle"}"#),
+            "{idle}"
+        );
         assert!(!idle.contains(r#"wharf_request_duration_seconds_count{agent="idle"}"#));
         a.traps().increment(1);
         a.shed(Shed::Queue);
         let text = metrics.render();
-        assert!(text.contains(r#"wharf_traps_total{agent="idle"} 1"#), "{text}");
+        assert!(
+            text.contains(r#"wharf_traps_total{agent="idle"} 1"#),
+            "{text}"
+        );
         assert!(text.contains(r#"wharf_requests_shed_total{agent="idle",reason="queue"} 1"#));
         assert!(!text.contains(r#"reason="breaker""#), "{text}");
     }
