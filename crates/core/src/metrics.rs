@@ -214,8 +214,6 @@ impl Metrics {
         let base = vec![Label::new(kind, agent.to_string())];
         AgentMetrics {
             answers: Answers::new(self.recorder.clone(), kind, agent),
-            recorder: self.recorder.clone(),
-            kind,
             breaker_state: gauge(r, "wharf_breaker_state", base.clone()),
             healthy: gauge(r, "wharf_agent_healthy", base.clone()),
             probes: counter(r, "wharf_health_probes_total", Vec::new()),
@@ -319,14 +317,13 @@ impl Answers {
 /// gauges (health, breaker, memory peak) exist from load; every other
 /// series is registered when it is first counted, so an agent that is
 /// never asked for costs neither their memory nor their lines on
-/// `/metrics` (about 8 KB and 80 lines an agent, most of it the
+/// `/metrics` (about 8 KB and 84 lines an agent, most of it the
 /// histograms' buckets).
 pub struct AgentMetrics {
-    /// Every answer given for this agent, by stage and status.
+    /// Every answer given for this agent, by stage and status; it also
+    /// holds the recorder and the agent's label the other series are made
+    /// with.
     pub answers: Answers,
-    recorder: Arc<PrometheusRecorder>,
-    /// `agent` or `filter`, the label the series carry the name under.
-    kind: &'static str,
     /// The circuit breaker's state (0 closed, 1 open, 2 half-open).
     pub breaker_state: Gauge,
     /// 1 when the agent is healthy, else 0.
@@ -365,7 +362,7 @@ macro_rules! first_use {
                 $(#[$doc])*
                 pub fn $field(&self) -> &$ty {
                     self.$field.get_or_init(|| {
-                        $register(&self.recorder, $family, self.labels(&[$(($k, $v))?]))
+                        $register(&self.answers.recorder, $family, self.labels(&[$(($k, $v))?]))
                     })
                 }
             )*
@@ -416,7 +413,7 @@ impl AgentMetrics {
     /// This agent's label, then `extra`.
     fn labels(&self, extra: &[(&'static str, &'static str)]) -> Vec<Label> {
         let mut labels = Vec::with_capacity(1 + extra.len());
-        labels.push(Label::new(self.kind, self.answers.name.clone()));
+        labels.push(Label::new(self.answers.key, self.answers.name.clone()));
         labels.extend(extra.iter().map(|&(k, v)| Label::new(k, v)));
         labels
     }
@@ -448,8 +445,14 @@ impl AgentMetrics {
     /// Counts one in `cell`, the series of `family` for `reason`, made on
     /// first use.
     fn by_reason(&self, cell: &OnceLock<Counter>, family: &'static str, reason: &'static str) {
-        cell.get_or_init(|| counter(&self.recorder, family, self.labels(&[("reason", reason)])))
-            .increment(1);
+        cell.get_or_init(|| {
+            counter(
+                &self.answers.recorder,
+                family,
+                self.labels(&[("reason", reason)]),
+            )
+        })
+        .increment(1);
     }
 }
 
