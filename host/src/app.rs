@@ -461,11 +461,20 @@ async fn housekeeping(state: Arc<AppState>) {
     loop {
         tick.tick().await;
         let routes = state.pipeline.routes();
+        let mut unloaded = Vec::new();
         for route in routes.iter() {
-            route.sweep();
+            unloaded.extend(route.sweep());
             route.probe_if_due().await;
         }
         state.pipeline.metrics().upkeep();
+        if !unloaded.is_empty() {
+            // Unmapping code and freeing metadata is a blocking thread's
+            // work; then the allocator gives what was freed back.
+            tokio::task::spawn_blocking(move || {
+                drop(unloaded);
+                crate::memory::give_back_freed();
+            });
+        }
     }
 }
 

@@ -18,6 +18,7 @@ pub mod check;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod memory;
 pub mod reload;
 pub mod startup;
 pub mod telemetry;

@@ -10,7 +10,10 @@
 # on this build, while serving (`server { load "while-serving" }`, the
 # last agent asked for first), and the idle RSS per agent against a
 # directory of one; and
-# the RSS and what freed pool slots keep once each spread's load has run.
+# the RSS and what freed pool slots keep once each spread's load has run;
+# and, on this build, the idle RSS once every agent is unloaded
+# (`instances { unload-after "1s" }`) and what a first request to an
+# unloaded agent costs against one to a loaded agent.
 #   MANY_SPREADS  default "1 10 100 1000 10000"
 #   MANY_DIRS     default "1000 10000"; "" skips the start and memory table
 #   MANY_SECONDS  wrk run per spread, default 15
@@ -67,6 +70,7 @@ tasks { path "$work/tasks.db"; }
 audit #false
 KDL
     [ -n "$load" ] && echo "server { load \"$load\"; }" >> "$work/wharf.kdl"
+    [ -n "${extra:-}" ] && echo "$extra" >> "$work/wharf.kdl"
 
     rm -f "$work"/tasks.db*
     local began
@@ -123,6 +127,7 @@ for bin in "${binaries[@]}"; do
     start "$bin" "$(dir_of 1)"
     sleep 1
     base=$(rss_kb "$pid")
+    [ "$bin" = "${binaries[0]}" ] && base_this="$base"
     stop
     for n in $dirs; do
         start "$bin" "$(dir_of "$n")"   # fills the cache on a first run
@@ -147,6 +152,37 @@ for bin in "${binaries[@]}"; do
                 $((rss / 1024)) "$per"
         done
     done
+done
+
+echo
+echo "## Idle agents unloaded (this build, \`instances { unload-after \"1s\" }\`)"
+echo
+echo "| agents | idle RSS, all unloaded | RSS per agent over one | first request to each of (up to) 100 unloaded agents, mean | the same again, loaded |"
+echo "|---|---|---|---|---|"
+# mean_ms N: the mean time of one POST to each of the first N agents.
+mean_ms() {
+    local i total=0 t
+    for i in $(seq 0 $(($1 - 1))); do
+        t=$(curl -fsS -o /dev/null -w '%{time_total}' -X POST -d x "http://$http/agents/$(printf 't-%06d' "$i")/")
+        total=$(awk -v a="$total" -v b="$t" 'BEGIN { print a + b }')
+    done
+    awk -v a="$total" -v n="$1" 'BEGIN { printf "%.2f ms", a * 1000 / n }'
+}
+for n in $dirs; do
+    extra='instances { unload-after "1s"; }'
+    start "${binaries[0]}" "$(dir_of "$n")"
+    until curl -fsS "http://$http/metrics" | awk -v n="$n" '$1 == "wharf_agent_unloads_total" && $2 >= n { ok = 1 } END { exit !ok }'; do
+        sleep 0.2
+    done
+    sleep 1
+    rss=$(rss_kb "$pid")
+    asked=$(( n < 100 ? n : 100 ))
+    cold=$(mean_ms "$asked")
+    warm=$(mean_ms "$asked")
+    stop
+    extra=""
+    printf '| %s | %d MB | %d KB | %s | %s |\n' "$n" $((rss / 1024)) \
+        $(( (rss - base_this) / (n - 1 > 0 ? n - 1 : 1) )) "$cold" "$warm"
 done
 
 fi

@@ -10,7 +10,15 @@ use super::diag::Problem;
 use super::walker::{Walker, clamp_u32, set};
 use super::{Affinity, AffinitySource, Breaker, Health, Instances, Load, Mode, RateKey, RateLimit};
 
-pub(super) const INSTANCES: &[&str] = &["mode", "max", "max-uses", "max-memory", "queue", "ahead"];
+pub(super) const INSTANCES: &[&str] = &[
+    "mode",
+    "max",
+    "max-uses",
+    "max-memory",
+    "queue",
+    "ahead",
+    "unload-after",
+];
 pub(super) const HEALTH: &[&str] = &["interval", "idle-interval", "unhealthy-after"];
 pub(super) const BREAKER: &[&str] = &["failures", "cool-down"];
 pub(super) const AFFINITY: &[&str] = &["header", "cookie", "ttl", "capacity"];
@@ -30,6 +38,11 @@ impl Walker {
                 }
                 "queue" => set(&mut i.queue, self.count(child)),
                 "ahead" => set(&mut i.ahead, self.count(child)),
+                "unload-after" => {
+                    if let Some(after) = self.duration_or_off(child) {
+                        i.unload_after = after;
+                    }
+                }
                 _ => self.unknown(child, "in `instances`", INSTANCES),
             }
         }

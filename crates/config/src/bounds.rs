@@ -70,6 +70,7 @@ const DURATIONS: &[(&str, Duration, Duration)] = &[
     ("frame-timeout", MS, HOUR),
     ("interval", Duration::from_millis(10), DAY),
     ("idle-interval", Duration::from_millis(10), DAY),
+    ("unload-after", secs(1), secs(3650 * 86_400)),
     ("cool-down", MS, DAY),
     ("ttl", MS, secs(30 * 86_400)),
     ("per", MS, DAY),

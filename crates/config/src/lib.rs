@@ -478,4 +478,31 @@ mod tests {
         assert!(b.rate_limit.is_none());
         assert_eq!(b.limits.retries, 1);
     }
+
+    #[test]
+    fn an_idle_agent_is_unloaded_after_ten_minutes_unless_told_otherwise() {
+        let text = r#"
+            instances { unload-after "30s" }
+            agent "kept" { instances { unload-after #false } }
+        "#;
+        let config = Config::parse("t.kdl", text, Path::new("/")).unwrap();
+        let after = |name: &str| config.policy_for(name).instances.unload_after;
+        assert_eq!(after("any"), Some(Duration::from_secs(30)));
+        assert_eq!(after("kept"), None);
+        let default = Config::parse("t.kdl", "", Path::new("/")).unwrap();
+        assert_eq!(
+            default.policy_for("any").instances.unload_after,
+            Some(Duration::from_secs(600))
+        );
+        for (bad, says) in [
+            (r#"instances { unload-after "0s" }"#, "longer than zero"),
+            (r#"instances { unload-after "10ms" }"#, "at least"),
+            (r#"instances { unload-after #true }"#, "or #false"),
+            (r#"instances { unload-after 5 }"#, "or #false"),
+        ] {
+            let err = Config::parse("t.kdl", bad, Path::new("/")).unwrap_err();
+            let text = format!("{err:?}");
+            assert!(text.contains(says), "{bad}: {text}");
+        }
+    }
 }

@@ -62,6 +62,11 @@ pub struct Instances {
     /// Fresh: instances made ahead of the requests that will use them, off
     /// the request's path (0: each request instantiates its own).
     pub ahead: usize,
+    /// An agent asked nothing for this long gives back its instances and
+    /// its loaded code, and is loaded again from the compile cache by its
+    /// next request; none: kept loaded. Only with a compile cache, and not
+    /// for agents that make instances `ahead`.
+    pub unload_after: Option<Duration>,
 }
 
 impl Default for Instances {
@@ -73,6 +78,7 @@ impl Default for Instances {
             max_memory: None,
             queue: 64,
             ahead: 0,
+            unload_after: Some(Duration::from_secs(600)),
         }
     }
 }

@@ -231,6 +231,23 @@ impl Walker {
         self.check(entry, parsed)
     }
 
+    /// A duration, or `#false` for none.
+    pub(super) fn duration_or_off(&mut self, node: &KdlNode) -> Option<Option<Duration>> {
+        let entry = self.sole_entry(node, false)?;
+        match entry.value() {
+            KdlValue::Bool(false) => Some(None),
+            KdlValue::String(_) => self.duration(node).map(Some),
+            _ => {
+                let key = node.name().value();
+                self.wrong_type(
+                    entry,
+                    &format!("`{key}` expects a duration such as \"10m\", or #false"),
+                );
+                None
+            }
+        }
+    }
+
     /// A whole number in the range [`bounds`] gives the node.
     pub(super) fn count(&mut self, node: &KdlNode) -> Option<usize> {
         let entry = self.sole_entry(node, false)?;

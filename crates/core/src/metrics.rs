@@ -30,9 +30,11 @@ pub enum Retire {
     Unhealthy = 3,
     /// Its request was abandoned half-way (the client went away).
     Abandoned = 4,
+    /// Its agent was asked nothing for its `unload-after` and unloaded.
+    Idle = 5,
 }
 
-const RETIRE_REASONS: [&str; 5] = ["uses", "trap", "memory", "unhealthy", "abandoned"];
+const RETIRE_REASONS: [&str; 6] = ["uses", "trap", "memory", "unhealthy", "abandoned", "idle"];
 
 /// Why a request was turned away before reaching a guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,6 +219,8 @@ impl Metrics {
             breaker_state: gauge(r, "wharf_breaker_state", base.clone()),
             healthy: gauge(r, "wharf_agent_healthy", base.clone()),
             probes: counter(r, "wharf_health_probes_total", Vec::new()),
+            unloads: counter(r, "wharf_agent_unloads_total", Vec::new()),
+            reloads: counter(r, "wharf_agent_reloads_total", Vec::new()),
             memory_max: {
                 // The peak starts again with each route (start or reload).
                 let g = gauge(r, "wharf_instance_memory_max_bytes", base);
@@ -330,6 +334,10 @@ pub struct AgentMetrics {
     pub healthy: Gauge,
     /// Health probes of every agent (one series, no label).
     pub probes: Counter,
+    /// Agents unloaded while idle (one series, no label).
+    pub unloads: Counter,
+    /// Unloaded agents loaded again (one series, no label).
+    pub reloads: Counter,
     /// The most linear memory a warm instance held after a call, since the
     /// agent's route was built (at start, and again on each reload).
     memory_max: Gauge,
@@ -343,7 +351,7 @@ pub struct AgentMetrics {
     retries: OnceLock<Counter>,
     instances_live: OnceLock<Gauge>,
     instances_idle: OnceLock<Gauge>,
-    retired: [OnceLock<Counter>; 5],
+    retired: [OnceLock<Counter>; 6],
     shed: [OnceLock<Counter>; 4],
     affinity_hits: OnceLock<Counter>,
     affinity_misses: OnceLock<Counter>,

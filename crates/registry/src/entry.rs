@@ -12,7 +12,7 @@ use super::{AgentEntry, CardInfo, FilterEntry, Origin, Stamp};
 use wharf_config::{Config, FilterPolicy};
 use wharf_core::verdict::Phase;
 use wharf_runtime::{
-    CacheOutcome, FilterPres, GuestIdentity, Prepared, Runtime, wants_preinit, watched,
+    CacheOutcome, FilterPres, GuestIdentity, Prepared, Runtime, SourceFile, wants_preinit, watched,
 };
 
 /// What one file loaded as.
@@ -128,6 +128,12 @@ pub(super) fn load_one(
         signed_by,
         stamp,
     };
+    // Where an agent's code comes back from, should it be unloaded.
+    let source = SourceFile {
+        path: path.to_path_buf(),
+        sha256,
+        max_bytes: config.server.component_size,
+    };
     let loaded = match prepared {
         Prepared::Filter(pres) => {
             let policy = config.filter_policy(name);
@@ -192,7 +198,8 @@ pub(super) fn load_one(
         }
         Prepared::Agent(pre) => {
             let policy = config.policy_for(name);
-            let image = runtime.agent_image(pre, agent_identity(name, &policy), policy.limits);
+            let identity = agent_identity(name, &policy);
+            let image = runtime.agent_image(pre, identity, policy.limits, source);
             let card = image
                 .instantiate()
                 .and_then(|live| {
@@ -214,7 +221,8 @@ pub(super) fn load_one(
         Prepared::Http(pre) => {
             let policy = config.policy_for(name);
             let card = CardInfo::for_http(name, pre.wasi());
-            let image = runtime.http_image(pre, agent_identity(name, &policy), policy.limits);
+            let identity = agent_identity(name, &policy);
+            let image = runtime.http_image(pre, identity, policy.limits, source);
             let entry = AgentEntry {
                 origin,
                 card,

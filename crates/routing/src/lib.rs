@@ -33,7 +33,7 @@ use wharf_config::{AffinitySource, Mode, Policy, RateKey};
 use wharf_core::metrics::{AgentMetrics, Metrics, Shed};
 use wharf_core::request::{Request, Response};
 use wharf_registry::{AgentEntry, Snapshot};
-use wharf_runtime::{CallError, Live};
+use wharf_runtime::{CallError, Live, UnloadedCode};
 
 /// Why routing did not produce a response.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +96,10 @@ pub struct AgentRoute {
     probed_ms: AtomicU64,
     /// Whether it was asked anything since.
     served: AtomicBool,
+    /// Whether it was asked anything since the last sweep.
+    used: AtomicBool,
+    /// Since when it has been asked nothing (sweeps write it).
+    quiet_since_ms: AtomicU64,
 }
 
 /// The routes for one registry snapshot.
@@ -162,8 +166,13 @@ impl AgentRoute {
             tracing::warn!(agent = %name, "`ahead` is configured but the agent runs a warm pool: it applies to fresh instances only");
         }
         let _ = entry.image.outbound_counters().set(metrics.outbound(&name));
+        let agent_metrics = metrics.agent(&name);
+        let _ = entry
+            .image
+            .reload_counter()
+            .set(agent_metrics.reloads.clone());
         let core = Arc::new(AgentCore {
-            metrics: metrics.agent(&name),
+            metrics: agent_metrics,
             health: HealthCell::new(policy.health.unhealthy_after),
             pool: warm.then(|| WarmPool::new(policy.instances, policy.health.unhealthy_after)),
             // An A2A agent's turns carry their context id as the key: a
@@ -198,6 +207,8 @@ impl AgentRoute {
             // serving does not probe each as it is published).
             probed_ms: AtomicU64::new(clock::now_ms()),
             served: AtomicBool::new(false),
+            used: AtomicBool::new(false),
+            quiet_since_ms: AtomicU64::new(clock::now_ms()),
             core,
         }
     }
@@ -230,6 +241,9 @@ impl AgentRoute {
         // request to a line every worker shares.
         if !self.served.load(Ordering::Relaxed) {
             self.served.store(true, Ordering::Relaxed);
+        }
+        if !self.used.load(Ordering::Relaxed) {
+            self.used.store(true, Ordering::Relaxed);
         }
         let result = self.admit_and_call(req).await;
         self.core.metrics.request(started.elapsed());
@@ -285,7 +299,11 @@ impl AgentRoute {
     /// probe, or an `idle-interval` after it while the agent is healthy
     /// and has served nothing since (the request that ends the quiet
     /// brings the next probe back to `interval`).
+    /// An unloaded agent is not probed: that would load it again.
     pub async fn probe_if_due(&self) {
+        if !self.core.entry.image.is_loaded() {
+            return;
+        }
         let now = clock::now_ms();
         let health = &self.core.policy.health;
         let quiet = !self.served.load(Ordering::Relaxed) && self.core.health.is_healthy();
@@ -319,8 +337,11 @@ impl AgentRoute {
             .set(if core.health.is_healthy() { 1.0 } else { 0.0 });
     }
 
-    /// Periodic housekeeping: expired pins and idle rate-limit keys.
-    pub fn sweep(&self) {
+    /// Periodic housekeeping: expired pins, idle rate-limit keys, and the
+    /// code of an agent asked nothing for its `unload-after`: what it
+    /// unloaded, to be dropped off the async workers.
+    pub fn sweep(&self) -> Option<UnloadedCode> {
+        let unloaded = self.unload_if_idle();
         if let Some(pins) = &self.core.pins {
             pins.sweep();
         }
@@ -332,6 +353,37 @@ impl AgentRoute {
             .metrics
             .breaker_state
             .set(self.breaker.state() as u8 as f64);
+        unloaded
+    }
+
+    /// Unloads the agent's code once it has been asked nothing for its
+    /// `instances { unload-after }`: its idle warm instances are retired
+    /// first, and it stays loaded while any instance is busy. Not for an
+    /// agent that makes instances ahead (they would hold the code), nor
+    /// one that cannot be loaded again (no compile cache).
+    fn unload_if_idle(&self) -> Option<UnloadedCode> {
+        let core = &self.core;
+        let image = &core.entry.image;
+        let after = core.policy.instances.unload_after?;
+        let now = clock::now_ms();
+        if self.used.swap(false, Ordering::Relaxed) || !image.is_loaded() {
+            self.quiet_since_ms.store(now, Ordering::Relaxed);
+            return None;
+        }
+        let after = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        let quiet_since = self.quiet_since_ms.load(Ordering::Relaxed);
+        if core.ahead.is_some() || !image.unloadable() || now < quiet_since.saturating_add(after) {
+            return None;
+        }
+        if let Some(pool) = &core.pool
+            && !pool.retire_idle(&core.metrics)
+        {
+            return None;
+        }
+        let unloaded = image.unload()?;
+        core.metrics.unloads.increment(1);
+        tracing::debug!(agent = %self.name(), "idle agent unloaded");
+        Some(unloaded)
     }
 }
 

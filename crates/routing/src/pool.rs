@@ -380,6 +380,20 @@ impl<I: Pooled> WarmPool<I> {
         metrics.instances_idle().set((live - busy) as f64);
     }
 
+    /// Retires every idle instance (an agent being unloaded); whether the
+    /// pool is empty now (none was busy).
+    pub fn retire_idle(&self, metrics: &AgentMetrics) -> bool {
+        let _grow = self.grow.lock().unwrap_or_else(|e| e.into_inner());
+        for slot in self.slots.load_full().iter() {
+            if let Ok(mut guard) = slot.live.clone().try_lock_owned() {
+                guard.take();
+                self.retire_locked(slot, Retire::Idle, metrics);
+            }
+        }
+        self.gauges(metrics);
+        self.slots.load().is_empty()
+    }
+
     /// Probes idle instances' `health` export; busy ones are skipped.
     pub async fn probe(&self, metrics: &AgentMetrics) {
         for slot in self.slots().iter() {

@@ -173,11 +173,10 @@ impl ArtifactCache {
         key: &[u8; 32],
         build: impl FnOnce() -> wasmtime::Result<Component>,
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let path = self.entry(key);
-        if let Some(component) = self.load(engine, &path) {
-            self.stats.hits.fetch_add(1, Ordering::Relaxed);
+        if let Some(component) = self.cached(engine, key) {
             return Ok((component, CacheOutcome::Hit));
         }
+        let path = self.entry(key);
         let component = build()?;
         match self.store(&path, &component) {
             Ok(()) => {
@@ -189,6 +188,14 @@ impl ArtifactCache {
                 Ok((component, CacheOutcome::Compiled))
             }
         }
+    }
+
+    /// The component stored under `key`, when the cache holds a sound
+    /// entry for it.
+    pub fn cached(&self, engine: &Engine, key: &[u8; 32]) -> Option<Component> {
+        let component = self.load(engine, &self.entry(key))?;
+        self.stats.hits.fetch_add(1, Ordering::Relaxed);
+        Some(component)
     }
 
     fn load(&self, engine: &Engine, path: &Path) -> Option<Component> {

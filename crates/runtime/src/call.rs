@@ -15,6 +15,7 @@ use super::bindings::{
 };
 use super::convert::{guest_request, response_from_guest};
 use super::state::{GuestIdentity, GuestState};
+use super::unload::{Code, Source, UnloadedCode};
 use wharf_config::Limits;
 use wharf_core::request::{Request, Response};
 
@@ -121,18 +122,28 @@ pub fn watched<T: Send + 'static>(
 pub const LOAD_DEADLINE: Duration = Duration::from_secs(10);
 
 /// A compiled, type-checked agent ready to be instantiated: a Wharf agent
-/// or a `wasi:http/proxy` component served like one.
+/// or a `wasi:http/proxy` component served like one. Its code may be
+/// unloaded while it is idle ([`AgentImage::unload`]); the next instance
+/// loads it again.
 pub struct AgentImage {
-    engine: Engine,
-    kind: Kind,
+    code: Arc<Code>,
+    shape: Shape,
     identity: Arc<GuestIdentity>,
     limits: Limits,
+}
+
+/// What the component is, known from load whether its code is loaded or not.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    streams: bool,
+    a2a: bool,
+    http: bool,
 }
 
 /// What the component exports. One per loaded agent: the variants' sizes
 /// do not matter.
 #[allow(clippy::large_enum_variant)]
-enum Kind {
+pub(crate) enum Kind {
     Agent {
         pre: AgentPre<GuestState>,
         pre_async: AgentPre<GuestState>,
@@ -148,6 +159,45 @@ enum Kind {
     HttpP3(wasmtime_wasi_http::p3::bindings::ServicePre<GuestState>),
 }
 
+impl Kind {
+    /// A Wharf agent, with what its component says about A2A and streaming.
+    pub(crate) fn agent(
+        engine: &Engine,
+        pre: AgentPre<GuestState>,
+        pre_async: AgentPre<GuestState>,
+    ) -> Kind {
+        let a2a = A2aAgentIndices::new(pre.instance_pre())
+            .ok()
+            .and_then(|a2a| Some((AgentIndices::new(pre.instance_pre()).ok()?, a2a)));
+        let component = pre.instance_pre().component();
+        let streams = component
+            .component_type()
+            .imports(engine)
+            .any(|(name, _)| name.starts_with("wharf:plugin/streaming"));
+        Kind::Agent {
+            pre,
+            pre_async,
+            a2a,
+            streams,
+        }
+    }
+
+    fn shape(&self) -> Shape {
+        match self {
+            Kind::Agent { a2a, streams, .. } => Shape {
+                streams: *streams,
+                a2a: a2a.is_some(),
+                http: false,
+            },
+            Kind::Http(_) | Kind::HttpP3(_) => Shape {
+                streams: true,
+                a2a: false,
+                http: true,
+            },
+        }
+    }
+}
+
 /// The exports of a live agent instance.
 pub enum Exports {
     /// Wharf's agent world.
@@ -161,46 +211,14 @@ pub enum Exports {
 impl AgentImage {
     pub(crate) fn new(
         engine: Engine,
-        pre: AgentPre<GuestState>,
-        pre_async: AgentPre<GuestState>,
+        kind: Kind,
+        source: Option<Source>,
         identity: GuestIdentity,
         limits: Limits,
     ) -> Self {
-        let a2a = A2aAgentIndices::new(pre.instance_pre())
-            .ok()
-            .and_then(|a2a| Some((AgentIndices::new(pre.instance_pre()).ok()?, a2a)));
-        let component = pre.instance_pre().component();
-        let streams = component
-            .component_type()
-            .imports(&engine)
-            .any(|(name, _)| name.starts_with("wharf:plugin/streaming"));
-        let kind = Kind::Agent {
-            pre,
-            pre_async,
-            a2a,
-            streams,
-        };
         AgentImage {
-            engine,
-            kind,
-            identity: Arc::new(identity),
-            limits,
-        }
-    }
-
-    pub(crate) fn http(
-        engine: Engine,
-        pre: super::HttpPre,
-        identity: GuestIdentity,
-        limits: Limits,
-    ) -> Self {
-        let kind = match pre {
-            super::HttpPre::P2(pre) => Kind::Http(pre),
-            super::HttpPre::P3(pre) => Kind::HttpP3(pre),
-        };
-        AgentImage {
-            engine,
-            kind,
+            shape: kind.shape(),
+            code: Arc::new(Code::new(engine, kind, source)),
             identity: Arc::new(identity),
             limits,
         }
@@ -209,20 +227,41 @@ impl AgentImage {
     /// Whether answers may stream: the agent imports `streaming`, or it is
     /// a `wasi:http` component (whose body always leaves as it is written).
     pub fn streams(&self) -> bool {
-        match &self.kind {
-            Kind::Agent { streams, .. } => *streams,
-            Kind::Http(_) | Kind::HttpP3(_) => true,
-        }
+        self.shape.streams
     }
 
     /// Whether the agent serves A2A (exports `on-message`).
     pub fn serves_a2a(&self) -> bool {
-        matches!(&self.kind, Kind::Agent { a2a: Some(_), .. })
+        self.shape.a2a
     }
 
     /// Whether it is a `wasi:http/proxy` component.
     pub fn is_http(&self) -> bool {
-        matches!(&self.kind, Kind::Http(_) | Kind::HttpP3(_))
+        self.shape.http
+    }
+
+    /// Takes its loaded code (component, instance-pres) away when it can
+    /// be loaded again (a compile cache is in use); instances alive now
+    /// keep what they use until they end, and the next one loads it again.
+    /// The code is freed when the answer is dropped; none when it was not
+    /// unloaded now.
+    pub fn unload(&self) -> Option<UnloadedCode> {
+        self.code.unload().map(UnloadedCode::new)
+    }
+
+    /// Whether its code is loaded now.
+    pub fn is_loaded(&self) -> bool {
+        self.code.is_loaded()
+    }
+
+    /// Whether [`AgentImage::unload`] can unload it.
+    pub fn unloadable(&self) -> bool {
+        self.code.unloadable()
+    }
+
+    /// Where loads after an unload are counted, once its route exists.
+    pub fn reload_counter(&self) -> &std::sync::OnceLock<metrics::Counter> {
+        &self.code.reloads
     }
 
     /// The limits it runs under.
@@ -241,7 +280,7 @@ impl AgentImage {
     }
 
     fn store(&self, may_yield: bool) -> Store<GuestState> {
-        new_store(&self.engine, &self.identity, &self.limits, may_yield)
+        new_store(&self.code.engine, &self.identity, &self.limits, may_yield)
     }
 
     fn live(
@@ -270,8 +309,9 @@ impl AgentImage {
     /// so it must not be used on an async worker: see [`Self::instantiate_async`].
     /// A `wasi:http` component is only instantiated on the request path.
     pub fn instantiate(&self) -> Result<Live, CallError> {
+        let kind = self.code.get()?;
         let mut store = self.store(false);
-        match &self.kind {
+        match &*kind {
             Kind::Agent { pre, a2a: None, .. } => {
                 let agent = pre.instantiate(&mut store).map(Exports::Agent);
                 Live::new(store, agent, self.limits)
@@ -289,8 +329,9 @@ impl AgentImage {
     /// A new instance in a new store, on a fiber that yields to the async
     /// executor at every epoch tick.
     pub async fn instantiate_async(&self) -> Result<Live, CallError> {
+        let kind = self.code.get_async().await?;
         let mut store = self.store(true);
-        match &self.kind {
+        match &*kind {
             Kind::Agent {
                 pre_async,
                 a2a: None,

@@ -22,6 +22,9 @@ mod state;
 mod streaming;
 mod tls;
 mod turn;
+mod unload;
+
+use std::sync::Arc;
 
 use sha2::Digest;
 use wasmtime::Engine;
@@ -40,6 +43,7 @@ pub use p3::{exports_p3_handler, is_handler as is_p3_handler, top_level_items};
 pub use preinit::wants_preinit;
 pub use state::{GuestIdentity, GuestState};
 pub use tls::{ClientTls, TlsError};
+pub use unload::{SourceFile, UnloadedCode};
 pub use wharf_core::metrics::OutboundCounters;
 
 use wharf_config::Limits;
@@ -120,6 +124,12 @@ impl Prepared {
     }
 }
 
+/// The two linkings of WASI and Wharf's imports (see [`Runtime`]).
+pub(crate) struct Linkers {
+    pub(crate) sync: Linker<GuestState>,
+    pub(crate) asynchronous: Linker<GuestState>,
+}
+
 /// Engine, linkers and allocator choice, shared by every agent.
 ///
 /// WASI p2 comes in two linkings: synchronous host functions (which block
@@ -128,10 +138,9 @@ impl Prepared {
 /// `call_async` on the request path.
 pub struct Runtime {
     engine: Engine,
-    linker: Linker<GuestState>,
-    linker_async: Linker<GuestState>,
+    linkers: Arc<Linkers>,
     allocation: Allocation,
-    cache: Option<ArtifactCache>,
+    cache: Option<Arc<ArtifactCache>>,
     settings: EngineSettings,
     /// The WASIp3 engine, made when the first WASIp3 component is compiled
     /// (or why it could not be).
@@ -191,8 +200,10 @@ impl Runtime {
         add_host_to_linker(&mut linker_async, true)?;
         Ok(Runtime {
             engine,
-            linker,
-            linker_async,
+            linkers: Arc::new(Linkers {
+                sync: linker,
+                asynchronous: linker_async,
+            }),
             allocation,
             cache: None,
             settings: *settings,
@@ -227,7 +238,7 @@ impl Runtime {
     /// measure raw wasmtime calls beside Wharf's dispatch.
     #[doc(hidden)]
     pub fn linker(&self) -> &Linker<GuestState> {
-        &self.linker
+        &self.linkers.sync
     }
 
     /// The allocator the engine runs on.
@@ -249,13 +260,13 @@ impl Runtime {
     /// Keeps compiled components in `dir` from now on. Fails when the
     /// directory cannot be created or made private.
     pub fn use_cache(&mut self, dir: &std::path::Path) -> std::io::Result<()> {
-        self.cache = Some(ArtifactCache::open(dir, &self.engine)?);
+        self.cache = Some(Arc::new(ArtifactCache::open(dir, &self.engine)?));
         Ok(())
     }
 
     /// The compiled-artifact cache, when one is in use.
     pub fn cache(&self) -> Option<&ArtifactCache> {
-        self.cache.as_ref()
+        self.cache.as_deref()
     }
 
     /// Compiles a component (Cranelift), or loads it from the cache. Slow
@@ -279,7 +290,7 @@ impl Runtime {
             Some(cache) => cache.compile(engine, bytes, sha256),
             None => Component::new(engine, bytes).map(|c| (c, CacheOutcome::Compiled)),
         };
-        let compiled = match compile(&self.engine, self.cache.as_ref()) {
+        let compiled = match compile(&self.engine, self.cache.as_deref()) {
             Ok(compiled) => Ok(compiled),
             // The main engine refuses the async types WASIp3 uses: a
             // component that exports its HTTP handler goes to the WASIp3
@@ -306,13 +317,15 @@ impl Runtime {
                 .map_err(|e| ComponentError::Imports(format!("{e:#}")));
         }
         let pre = self
-            .linker
+            .linkers
+            .sync
             .instantiate_pre(component)
             .map_err(|e| ComponentError::Imports(format!("{e:#}")))?;
         let as_agent = match bindings::AgentPre::new(pre.clone()) {
             Ok(sync) => {
                 let asynchronous = self
-                    .linker_async
+                    .linkers
+                    .asynchronous
                     .instantiate_pre(component)
                     .and_then(bindings::AgentPre::new)
                     .map_err(|e| ComponentError::AsyncLink(format!("{e:#}")))?;
@@ -323,7 +336,8 @@ impl Runtime {
         let as_filter = match bindings::FilterPre::new(pre.clone()) {
             Ok(sync) => {
                 let asynchronous = self
-                    .linker_async
+                    .linkers
+                    .asynchronous
                     .instantiate_pre(component)
                     .and_then(bindings::FilterPre::new)
                     .map_err(|e| ComponentError::AsyncLink(format!("{e:#}")))?;
@@ -334,7 +348,8 @@ impl Runtime {
         let as_http = match bindings::ProxyPre::new(pre) {
             Ok(_) => {
                 let asynchronous = self
-                    .linker_async
+                    .linkers
+                    .asynchronous
                     .instantiate_pre(component)
                     .and_then(bindings::ProxyPre::new)
                     .map_err(|e| ComponentError::AsyncLink(format!("{e:#}")))?;
@@ -349,31 +364,54 @@ impl Runtime {
         })
     }
 
-    /// An agent ready to serve, with its identity and limits.
+    /// An agent ready to serve, with its identity and limits; loaded from
+    /// `file`, where its code comes back from if it is unloaded.
     pub fn agent_image(
         &self,
         pres: AgentPres,
         identity: GuestIdentity,
         limits: Limits,
+        file: SourceFile,
     ) -> AgentImage {
+        let kind = call::Kind::agent(&self.engine, pres.sync, pres.asynchronous);
         AgentImage::new(
             self.engine.clone(),
-            pres.sync,
-            pres.asynchronous,
+            kind,
+            self.source(file),
             identity,
             limits,
         )
     }
+
+    /// Where an unloaded agent's code comes back from: none without a
+    /// compile cache (it would be compiled again), so it stays loaded.
+    fn source(&self, file: SourceFile) -> Option<unload::Source> {
+        Some(unload::Source {
+            cache: self.cache.clone()?,
+            linkers: self.linkers.clone(),
+            file,
+        })
+    }
 }
 
 impl Runtime {
-    /// A `wasi:http` component ready to serve like an agent.
-    pub fn http_image(&self, pre: HttpPre, identity: GuestIdentity, limits: Limits) -> AgentImage {
-        let engine = match &pre {
-            HttpPre::P2(_) => &self.engine,
-            HttpPre::P3(pre) => pre.instance_pre().component().engine(),
+    /// A `wasi:http` component ready to serve like an agent (see
+    /// [`Runtime::agent_image`]).
+    pub fn http_image(
+        &self,
+        pre: HttpPre,
+        identity: GuestIdentity,
+        limits: Limits,
+        file: SourceFile,
+    ) -> AgentImage {
+        let (engine, kind) = match pre {
+            HttpPre::P2(pre) => (self.engine.clone(), call::Kind::Http(pre)),
+            HttpPre::P3(pre) => {
+                let engine = pre.instance_pre().component().engine().clone();
+                (engine, call::Kind::HttpP3(pre))
+            }
         };
-        AgentImage::http(engine.clone(), pre, identity, limits)
+        AgentImage::new(engine, kind, self.source(file), identity, limits)
     }
 
     /// A filter ready to run, with its identity and limits; refused when

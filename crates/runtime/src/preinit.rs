@@ -94,7 +94,8 @@ impl Runtime {
         limits.deadline = limits.deadline.max(MIN_PREINIT_DEADLINE);
         let mut store = new_store(self.engine(), &Arc::new(identity), &limits, false);
         let instance = self
-            .linker
+            .linkers
+            .sync
             .instantiate(&mut store, &component)
             .map_err(|e| format!("cannot be instantiated for pre-initialization: {e:#}"))?;
         let init = instance

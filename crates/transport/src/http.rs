@@ -179,6 +179,8 @@ fn health_summary(route: &AgentRoute) -> Value {
         "healthy": core.health.is_healthy(),
         "consecutive_failures": core.health.consecutive_failures(),
         "breaker": route.breaker.state().as_str(),
+        // False once an idle agent's code is unloaded (`unload-after`).
+        "code_loaded": core.entry.image.is_loaded(),
     });
     if let Some(pool) = &core.pool {
         let live = pool.slots().len();

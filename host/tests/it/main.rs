@@ -41,6 +41,7 @@ mod streaming;
 mod telemetry;
 mod tls;
 mod topics;
+mod unload;
 mod waf;
 mod wasi_http;
 mod wasip3;

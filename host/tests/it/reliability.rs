@@ -156,7 +156,7 @@ fn place(key: &str, value: &str) -> String {
         "in-flight" | "max-frame" | "frame-timeout" => {
             format!("binary {{ tcp \"127.0.0.1:0\"; {key} {v} }}")
         }
-        "max" | "max-uses" | "queue" | "max-memory" => {
+        "max" | "max-uses" | "queue" | "max-memory" | "unload-after" => {
             format!("instances {{ mode \"warm\"; {key} {v} }}")
         }
         // Fresh instances made ahead: the echo agent runs fresh here.

@@ -159,7 +159,7 @@ pub const FAMILIES: &[Family] = &[
         "wharf_instances_retired_total",
         C,
         &["agent|filter", "reason"],
-        "Instances retired: uses, trap, memory, unhealthy, abandoned.",
+        "Instances retired: uses, trap, memory, unhealthy, abandoned, idle (their agent unloaded).",
     ),
     family(
         "wharf_instances_ahead_total",
@@ -208,6 +208,18 @@ pub const FAMILIES: &[Family] = &[
         C,
         &[],
         "Health probes of all agents; an agent asked nothing since its last probe is probed at its idle-interval.",
+    ),
+    family(
+        "wharf_agent_unloads_total",
+        C,
+        &[],
+        "Agents whose code was unloaded after `instances { unload-after }` asked nothing.",
+    ),
+    family(
+        "wharf_agent_reloads_total",
+        C,
+        &[],
+        "Unloaded agents loaded again by their next instance.",
     ),
     family(
         "wharf_outbound_requests_total",
