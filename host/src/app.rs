@@ -93,6 +93,7 @@ pub fn engine_settings(config: &Config) -> EngineSettings {
     EngineSettings {
         max_memory: config.max_memory(),
         idle_resident: usize::try_from(config.server.idle_memory).unwrap_or(usize::MAX),
+        max_instances: config.server.instance_slots,
         ..EngineSettings::default()
     }
 }

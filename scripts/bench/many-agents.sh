@@ -17,6 +17,8 @@
 #   MANY_SPREADS  default "1 10 100 1000 10000"
 #   MANY_DIRS     default "1000 10000"; "" skips the start and memory table
 #   MANY_SECONDS  wrk run per spread, default 15
+#   MANY_EXTRA    KDL added to every configuration served, e.g.
+#                 'server { instance-slots 5000; }'
 #   WHARF_BEFORE  a `wharf` binary of the commit before a change: every
 #                 row is measured on both, alternating (one compile cache: it
 #                 holds code per engine and checks it on every load)
@@ -30,6 +32,7 @@ command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; }
 spreads="${MANY_SPREADS:-1 10 100 1000 10000}"
 dirs="${MANY_DIRS-1000 10000}"
 seconds="${MANY_SECONDS:-15}"
+extra="${MANY_EXTRA:-}"
 http="127.0.0.1:9031"
 
 guests="$(scripts/setup/build-guests.sh --rust-only | tail -n 1)"
@@ -169,7 +172,7 @@ mean_ms() {
     awk -v a="$total" -v n="$1" 'BEGIN { printf "%.2f ms", a * 1000 / n }'
 }
 for n in $dirs; do
-    extra='instances { unload-after "1s"; }'
+    extra="$(printf '%s\ninstances { unload-after "1s"; }' "${MANY_EXTRA:-}")"
     start "${binaries[0]}" "$(dir_of "$n")"
     until curl -fsS "http://$http/metrics" | awk -v n="$n" '$1 == "wharf_agent_unloads_total" && $2 >= n { ok = 1 } END { exit !ok }'; do
         sleep 0.2
@@ -180,7 +183,7 @@ for n in $dirs; do
     cold=$(mean_ms "$asked")
     warm=$(mean_ms "$asked")
     stop
-    extra=""
+    extra="${MANY_EXTRA:-}"
     printf '| %s | %d MB | %d KB | %s | %s |\n' "$n" $((rss / 1024)) \
         $(( (rss - base_this) / (n - 1 > 0 ? n - 1 : 1) )) "$cold" "$warm"
 done

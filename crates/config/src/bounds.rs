@@ -23,6 +23,9 @@ const COUNTS: &[(&str, u64, u64)] = &[
     ("streams", 1, 1_000_000),
     ("streams-per-client", 1, 1_000_000),
     ("in-flight", 1, 4096),
+    // Each reserves about 8 GiB of address space (two 4 GiB memory
+    // slots): 8,192 is 64 TiB of the 128 TiB a 47-bit process has.
+    ("instance-slots", 16, 8_192),
     ("max", 1, 1024),
     ("max-uses", 1, 1_000_000_000_000),
     ("queue", 0, 65_536),

@@ -188,6 +188,11 @@ pub struct Server {
     /// that the next instance of the same component reuses its pages
     /// instead of faulting them in again (fixed at start).
     pub idle_memory: u64,
+    /// Instances that may be live at once on the node: the pooling
+    /// allocator's capacity, reserved at start (two memory slots each, so
+    /// traffic spread over up to about twice as many agents finds each
+    /// one's memory image still mapped; fixed at start).
+    pub instance_slots: u32,
     /// When the agents directory is loaded: all of it before listening,
     /// or its filters first and its agents while serving.
     pub load: Load,
@@ -230,6 +235,7 @@ impl Default for Server {
             streams: None,
             streams_per_client: 32,
             idle_memory: 512 << 20,
+            instance_slots: 1000,
             load: Load::BeforeServing,
         }
     }
@@ -503,6 +509,22 @@ mod tests {
             let err = Config::parse("t.kdl", bad, Path::new("/")).unwrap_err();
             let text = format!("{err:?}");
             assert!(text.contains(says), "{bad}: {text}");
+        }
+    }
+
+    #[test]
+    fn the_instance_pool_is_sized_by_server_instance_slots() {
+        let default = Config::parse("t.kdl", "", Path::new("/")).unwrap();
+        assert_eq!(default.server.instance_slots, 1000);
+        let text = "server { instance-slots 5000 }";
+        let config = Config::parse("t.kdl", text, Path::new("/")).unwrap();
+        assert_eq!(config.server.instance_slots, 5000);
+        for bad in [
+            "server { instance-slots 8 }",
+            "server { instance-slots 20000 }",
+        ] {
+            let err = Config::parse("t.kdl", bad, Path::new("/")).unwrap_err();
+            assert!(format!("{err:?}").contains("instance-slots"), "{bad}");
         }
     }
 }

@@ -63,6 +63,7 @@ const SERVER: &[&str] = &[
     "streams",
     "streams-per-client",
     "idle-memory",
+    "instance-slots",
     "load",
 ];
 const AGENT: &[&str] = &[
@@ -329,6 +330,7 @@ impl Walker {
                 "streams" => s.streams = self.count(child).or(s.streams),
                 "streams-per-client" => set(&mut s.streams_per_client, self.count(child)),
                 "idle-memory" => set(&mut s.idle_memory, self.size(child)),
+                "instance-slots" => set(&mut s.instance_slots, self.count(child).map(|n| n as u32)),
                 "load" => set(&mut s.load, self.load(child)),
                 _ => self.unknown(child, "in `server`", SERVER),
             }

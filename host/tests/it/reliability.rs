@@ -150,7 +150,7 @@ fn place(key: &str, value: &str) -> String {
         }
         "connections" | "header-timeout" | "request-timeout" | "shutdown-grace"
         | "component-size" | "max-head" | "streams" | "streams-per-client" | "write-timeout"
-        | "idle-memory" => {
+        | "idle-memory" | "instance-slots" => {
             format!("server {{ {key} {v} }}")
         }
         "in-flight" | "max-frame" | "frame-timeout" => {
