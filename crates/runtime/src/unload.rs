@@ -62,7 +62,8 @@ impl Source {
         Ok(component)
     }
 
-    /// The agent's [`Kind`] again, of the same shape as `was`.
+    /// The agent's [`Kind`] again: a `wasi:http` one when `http`, else a
+    /// Wharf agent.
     fn load(&self, engine: &Engine, http: bool) -> Result<Kind, String> {
         let component = self.component(engine)?;
         memory_images(&component);
