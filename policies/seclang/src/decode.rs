@@ -685,6 +685,7 @@ fn to_vec(f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
 }
 
 /// [`url_decode_into`] into a new vector.
+#[cfg(test)]
 pub fn url_decode(input: &[u8], uni: bool) -> Vec<u8> {
     to_vec(|o| url_decode_into(input, uni, o))
 }

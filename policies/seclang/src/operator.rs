@@ -191,14 +191,11 @@ pub fn number_op(op: NumOp, input: &[u8], param: &[u8]) -> bool {
 /// `@validateUrlEncoding`: a `%` not followed by two hex digits.
 pub fn invalid_url_encoding(input: &[u8]) -> bool {
     let mut i = 0;
-    while i < input.len() {
-        if input[i] == b'%' {
-            match input.get(i + 1..i + 3) {
-                Some([a, b]) if a.is_ascii_hexdigit() && b.is_ascii_hexdigit() => i += 3,
-                _ => return true,
-            }
-        } else {
-            i += 1;
+    while let Some(at) = memchr::memchr(b'%', &input[i..]) {
+        i += at;
+        match input.get(i + 1..i + 3) {
+            Some([a, b]) if a.is_ascii_hexdigit() && b.is_ascii_hexdigit() => i += 3,
+            _ => return true,
         }
     }
     false

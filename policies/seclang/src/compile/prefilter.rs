@@ -14,16 +14,66 @@
 //! distinct byte in it, not one test per slot. Longer literals are
 //! searched with one Aho-Corasick automaton of the literals in lowercase
 //! (smaller and faster than one that folds case itself: 1.5 MB against
-//! 2.0 MB on CRS): a short value is stepped through its transitions, each
-//! byte lowercased as it is read, and a long one goes through the
-//! library's search loop in a lowercase copy.
+//! 2.0 MB on CRS). The automaton is a DFA that folds case (one table
+//! lookup a byte, every value stepped through it) when its table stays
+//! under [`DFA_BUDGET`], as for a small rule set; a contiguous NFA
+//! otherwise (CRS's DFA would take 42 MB of every instance for a few per
+//! cent), through which a short value is stepped, each byte lowercased as
+//! it is read, and a long one goes through the library's search loop in a
+//! lowercase copy.
 
-use aho_corasick::automaton::Automaton as _;
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::dfa::DFA;
 use aho_corasick::nfa::contiguous::NFA;
-use aho_corasick::{Anchored, MatchKind};
+use aho_corasick::{Anchored, MatchKind, StartKind};
 
-/// Values shorter than this are scanned by the automaton's transitions
-/// one at a time; longer ones with its search loop.
+/// The most memory a DFA of the literals may take; past it the
+/// automaton is a contiguous NFA.
+const DFA_BUDGET: usize = 1 << 20;
+
+/// The literals' automaton and its unanchored start state.
+#[derive(Debug)]
+enum Literals {
+    Dfa(DFA, StateID),
+    Nfa(NFA, StateID),
+}
+
+impl Literals {
+    fn build(literals: &[Vec<u8>], dfa_budget: usize) -> Result<Literals, String> {
+        // A DFA's size is about its states times its byte classes; its
+        // states are the literals' bytes at most, so only a set small
+        // enough to fit is tried.
+        let bytes: usize = literals.iter().map(Vec::len).sum();
+        if bytes * 4 * 64 <= dfa_budget
+            && let Ok(dfa) = DFA::builder()
+                .match_kind(MatchKind::Standard)
+                .start_kind(StartKind::Unanchored)
+                .ascii_case_insensitive(true)
+                .prefilter(false)
+                .build(literals)
+            && dfa.memory_usage() <= dfa_budget
+        {
+            let start = dfa.start_state(Anchored::No).map_err(|e| e.to_string())?;
+            return Ok(Literals::Dfa(dfa, start));
+        }
+        let nfa = NFA::builder()
+            .match_kind(MatchKind::Standard)
+            .build(literals)
+            .map_err(|e| e.to_string())?;
+        let start = nfa.start_state(Anchored::No).map_err(|e| e.to_string())?;
+        Ok(Literals::Nfa(nfa, start))
+    }
+
+    fn memory(&self) -> usize {
+        match self {
+            Literals::Dfa(a, _) => a.memory_usage(),
+            Literals::Nfa(a, _) => a.memory_usage(),
+        }
+    }
+}
+
+/// Values shorter than this are scanned by an NFA's transitions one at a
+/// time; longer ones with its search loop.
 const SHORT: usize = 64;
 
 /// Which bytes occur in a value (after ASCII lowercasing).
@@ -31,8 +81,8 @@ pub type ByteSet = [u64; 4];
 
 #[derive(Debug, Default)]
 pub struct Prefilter {
-    /// The automaton, and its start state.
-    automaton: Option<(NFA, aho_corasick::automaton::StateID)>,
+    /// The automaton of the literals of two bytes or more.
+    automaton: Option<Literals>,
     /// Literal id → the slots (rules) that need it.
     slots_of: Vec<Vec<u32>>,
     literals: Vec<Vec<u8>>,
@@ -91,6 +141,11 @@ impl Prefilter {
     /// Builds the prefilter; `needs[slot]` is the literal set of the rule
     /// in that slot.
     pub fn build(needs: &[Vec<Vec<u8>>]) -> Result<Prefilter, String> {
+        Prefilter::build_within(needs, DFA_BUDGET)
+    }
+
+    /// [`Prefilter::build`] with a DFA only within `dfa_budget` bytes.
+    fn build_within(needs: &[Vec<Vec<u8>>], dfa_budget: usize) -> Result<Prefilter, String> {
         let mut ids: std::collections::HashMap<Vec<u8>, u32> = Default::default();
         let mut literals: Vec<Vec<u8>> = Vec::new();
         let mut slots_of: Vec<Vec<u32>> = Vec::new();
@@ -132,12 +187,7 @@ impl Prefilter {
         let automaton = if literals.is_empty() {
             None
         } else {
-            let nfa = NFA::builder()
-                .match_kind(MatchKind::Standard)
-                .build(&literals[..])
-                .map_err(|e| e.to_string())?;
-            let start = nfa.start_state(Anchored::No).map_err(|e| e.to_string())?;
-            Some((nfa, start))
+            Some(Literals::build(&literals, dfa_budget)?)
         };
         Ok(Prefilter {
             automaton,
@@ -161,7 +211,7 @@ impl Prefilter {
 
     /// Bytes the automaton takes.
     pub fn memory(&self) -> usize {
-        self.automaton.as_ref().map_or(0, |(a, _)| a.memory_usage())
+        self.automaton.as_ref().map_or(0, Literals::memory)
     }
 
     /// The literals of a slot, for reports.
@@ -218,50 +268,24 @@ impl Prefilter {
                 }
             }
         }
-        if let Some((nfa, start)) = self.automaton.as_ref().filter(|_| hay.len() >= 2) {
+        if let Some(automaton) = self.automaton.as_ref().filter(|_| hay.len() >= 2) {
             seen.resize(self.slots_of.len().div_ceil(64), 0);
-            let mut matched = false;
-            let mut found = |id: usize| {
+            let found = |id: usize, seen: &mut Vec<u64>, bits: &mut [u64]| {
                 let (w, b) = (id / 64, 1u64 << (id % 64));
                 if seen[w] & b == 0 {
                     seen[w] |= b;
-                    matched = true;
                     for &slot in &self.slots_of[id] {
                         bits[slot as usize / 64] |= 1u64 << (slot % 64);
                     }
                 }
             };
-            if hay.len() < SHORT {
-                // A short value through the automaton's transitions, each
-                // byte lowercased as it is read: with standard semantics
-                // a state holds every literal that ends there, so this
-                // finds what an overlapping search finds, without setting
-                // one up.
-                let mut sid = *start;
-                for &byte in hay {
-                    sid = nfa.next_state(Anchored::No, sid, byte.to_ascii_lowercase());
-                    if nfa.is_match(sid) {
-                        for k in 0..nfa.match_len(sid) {
-                            found(nfa.match_pattern(sid, k).as_usize());
-                        }
-                    }
+            let matched = match automaton {
+                Literals::Dfa(a, s) => step::<_, false>(a, *s, hay, |id| found(id, seen, bits)),
+                Literals::Nfa(a, s) if hay.len() < SHORT => {
+                    step::<_, true>(a, *s, hay, |id| found(id, seen, bits))
                 }
-            } else {
-                // A long one through the library's search loop, faster
-                // per byte, over a lowercase copy.
-                lower.clear();
-                lower.extend(hay.iter().map(u8::to_ascii_lowercase));
-                let input = aho_corasick::Input::new(&lower[..]);
-                let mut state = aho_corasick::automaton::OverlappingState::start();
-                loop {
-                    nfa.try_find_overlapping(&input, &mut state)
-                        .expect("an unanchored search of a standard automaton");
-                    match state.get_match() {
-                        Some(m) => found(m.pattern().as_usize()),
-                        None => break,
-                    }
-                }
-            }
+                Literals::Nfa(a, _) => search(a, hay, lower, |id| found(id, seen, bits)),
+            };
             any |= matched;
             if matched {
                 seen.fill(0);
@@ -278,6 +302,66 @@ impl Prefilter {
         let mut out = Vec::new();
         self.scan_into(hay, &mut out, &mut Vec::new(), &mut Vec::new())
             .then_some(out)
+    }
+}
+
+/// Reports every literal of `automaton` that occurs in `hay` to `found`,
+/// and whether there was one, stepping through its transitions a byte at
+/// a time (lowercased first when `LOWER`, for an automaton of lowercase
+/// literals that does not fold case itself): with standard semantics a
+/// state holds every literal that ends there, so this finds what an
+/// overlapping search finds, without setting one up. A DFA's step is one
+/// table lookup, so every value goes this way; an NFA's short ones do.
+#[inline(always)]
+fn step<A: Automaton, const LOWER: bool>(
+    automaton: &A,
+    start: StateID,
+    hay: &[u8],
+    mut found: impl FnMut(usize),
+) -> bool {
+    let mut matched = false;
+    let mut sid = start;
+    for &byte in hay {
+        let byte = if LOWER {
+            byte.to_ascii_lowercase()
+        } else {
+            byte
+        };
+        sid = automaton.next_state(Anchored::No, sid, byte);
+        if automaton.is_special(sid) && automaton.is_match(sid) {
+            matched = true;
+            for k in 0..automaton.match_len(sid) {
+                found(automaton.match_pattern(sid, k).as_usize());
+            }
+        }
+    }
+    matched
+}
+
+/// The same over a long value through the library's search loop, faster
+/// per byte than an NFA's transitions, in a lowercase copy.
+fn search<A: Automaton>(
+    automaton: &A,
+    hay: &[u8],
+    lower: &mut Vec<u8>,
+    mut found: impl FnMut(usize),
+) -> bool {
+    let mut matched = false;
+    lower.clear();
+    lower.extend(hay.iter().map(u8::to_ascii_lowercase));
+    let input = aho_corasick::Input::new(&lower[..]);
+    let mut state = aho_corasick::automaton::OverlappingState::start();
+    loop {
+        automaton
+            .try_find_overlapping(&input, &mut state)
+            .expect("an unanchored search of a standard automaton");
+        match state.get_match() {
+            Some(m) => {
+                matched = true;
+                found(m.pattern().as_usize());
+            }
+            None => return matched,
+        }
     }
 }
 
@@ -364,9 +448,10 @@ mod tests {
         assert!(p.scan(b"z").is_none());
     }
 
-    /// Short values (stepped through the automaton) and long ones (its
-    /// search loop) open exactly the slots one of whose literals they
-    /// hold, in either case, overlapping ones included.
+    /// Short values (stepped through the automaton) and long ones (an
+    /// NFA's search loop) open exactly the slots one of whose literals
+    /// they hold, in either case, overlapping ones included, through a
+    /// DFA and an NFA.
     #[test]
     fn both_scans_find_every_literal_in_any_case() {
         let mut next = 0x0bad_5eed_1234_5678u64;
@@ -384,18 +469,23 @@ mod tests {
                     .collect()
             })
             .collect();
-        let p = Prefilter::build(&needs).unwrap();
-        for len in [2usize, 5, 20, SHORT - 1, SHORT, SHORT + 1, 200] {
-            for _ in 0..40 {
-                let hay: Vec<u8> = (0..len).map(|_| letters[rand(5) as usize]).collect();
-                let lower = hay.to_ascii_lowercase();
-                let bits = p.scan(&hay);
-                for (slot, set) in needs.iter().enumerate() {
-                    let want = set
-                        .iter()
-                        .any(|lit| lower.windows(lit.len()).any(|w| w == &lit[..]));
-                    let got = bits.as_ref().is_some_and(|b| has(b, slot as u32));
-                    assert_eq!(got, want, "slot {slot} on {hay:?}");
+        let dfa = Prefilter::build(&needs).unwrap();
+        let nfa = Prefilter::build_within(&needs, 0).unwrap();
+        assert!(matches!(dfa.automaton, Some(Literals::Dfa(..))));
+        assert!(matches!(nfa.automaton, Some(Literals::Nfa(..))));
+        for p in [dfa, nfa] {
+            for len in [2usize, 5, 20, SHORT - 1, SHORT, SHORT + 1, 200] {
+                for _ in 0..40 {
+                    let hay: Vec<u8> = (0..len).map(|_| letters[rand(5) as usize]).collect();
+                    let lower = hay.to_ascii_lowercase();
+                    let bits = p.scan(&hay);
+                    for (slot, set) in needs.iter().enumerate() {
+                        let want = set
+                            .iter()
+                            .any(|lit| lower.windows(lit.len()).any(|w| w == &lit[..]));
+                        let got = bits.as_ref().is_some_and(|b| has(b, slot as u32));
+                        assert_eq!(got, want, "slot {slot} on {hay:?}");
+                    }
                 }
             }
         }

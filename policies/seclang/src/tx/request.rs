@@ -5,7 +5,7 @@
 //! Follows ModSecurity v3's extraction rules.
 
 use super::{Limit, PastLimit, Transaction};
-use crate::decode::{uri_decode, url_decode};
+use crate::decode::{uri_decode, url_decode_into};
 use crate::model::BodyProcessor;
 use crate::ruleset::LimitAction;
 
@@ -145,15 +145,38 @@ impl Transaction {
             if crate::operator::invalid_url_encoding(piece) {
                 self.urlencoded_error = true;
             }
-            let (k, v) = (url_decode(k, false), url_decode(v, false));
-            if !self.add_argument(&k, &v, post) {
+            if !self.room_for_argument(post) {
                 return;
             }
+            // Decoded straight into the arena: no buffer per field.
+            let key = self.arena.push_with(|o| url_decode_into(k, false, o));
+            let value = self.arena.push_with(|o| url_decode_into(v, false, o));
+            let col = if post {
+                &mut self.args_post
+            } else {
+                &mut self.args_get
+            };
+            col.add_decoded(&self.arena, key, value);
         }
     }
 
     /// Adds one argument; false once past the arguments limit.
     pub(crate) fn add_argument(&mut self, key: &[u8], value: &[u8], post: bool) -> bool {
+        if !self.room_for_argument(post) {
+            return false;
+        }
+        let col = if post {
+            &mut self.args_post
+        } else {
+            &mut self.args_get
+        };
+        col.add(&mut self.arena, key, value);
+        true
+    }
+
+    /// Whether one more argument is within the arguments limit (the limit
+    /// is recorded when it is not).
+    fn room_for_argument(&mut self, post: bool) -> bool {
         let count = self.args_get.entries.len() + self.args_post.entries.len();
         let limit = self
             .limits
@@ -163,12 +186,6 @@ impl Transaction {
             self.limit_reached(Limit::Arguments, if post { 2 } else { 1 });
             return false;
         }
-        let col = if post {
-            &mut self.args_post
-        } else {
-            &mut self.args_get
-        };
-        col.add(&mut self.arena, key, value);
         true
     }
 

@@ -42,6 +42,16 @@ impl Arena {
         }
     }
 
+    /// Appends what `write` writes.
+    pub fn push_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Str {
+        let off = self.bytes.len() as u32;
+        write(&mut self.bytes);
+        Str {
+            off,
+            len: self.bytes.len() as u32 - off,
+        }
+    }
+
     pub fn get(&self, s: Str) -> &[u8] {
         &self.bytes[s.off as usize..(s.off + s.len) as usize]
     }
@@ -73,6 +83,16 @@ impl Collection {
             value,
             kmask,
             vmask,
+        });
+    }
+
+    /// Adds an entry whose key and value are in `arena` already.
+    pub fn add_decoded(&mut self, arena: &Arena, key: Str, value: Str) {
+        self.entries.push(Entry {
+            key,
+            value,
+            kmask: byte_mask(arena.get(key)),
+            vmask: byte_mask(arena.get(value)),
         });
     }
 
