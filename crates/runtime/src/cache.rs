@@ -88,7 +88,9 @@ pub struct CacheStats {
     pub hits: AtomicU64,
     /// Compiled code stored in it.
     pub stores: AtomicU64,
-    /// Entries found damaged or unusable and replaced.
+    /// Entries found damaged (their checksum does not match) and
+    /// replaced. An entry that is sound but cannot be loaded (out of
+    /// memory or mappings) is kept and not counted here.
     pub rejected: AtomicU64,
 }
 
@@ -213,17 +215,29 @@ impl ArtifactCache {
         // an entry in place (it renames a new file over it), and the file
         // mapped is checked below to be the one whose sum was read.
         #[allow(unsafe_code)]
-        let loaded = sound
-            .then(|| unsafe { Component::deserialize_file(engine, path) }.ok())
-            .flatten();
-        if loaded.is_some() {
-            // Replaced (by another process storing the same entry) between
-            // the check and the mapping: not the file checked, so not used.
-            let mapped = std::fs::metadata(path).ok()?;
-            return same_file(&checked, &mapped).then_some(loaded).flatten();
+        let loaded = sound.then(|| unsafe { Component::deserialize_file(engine, path) });
+        if let Some(loaded) = loaded {
+            return match loaded {
+                Ok(loaded) => {
+                    // Replaced (by another process storing the same entry)
+                    // between the check and the mapping: not the file
+                    // checked, so not used.
+                    let mapped = std::fs::metadata(path).ok()?;
+                    same_file(&checked, &mapped).then_some(loaded)
+                }
+                Err(err) => {
+                    // The code is what Wharf wrote for this engine, so what
+                    // failed is the loading (out of memory or of mappings,
+                    // `vm.max_map_count`), not the entry: it is kept for
+                    // when there is room again, and a compile that succeeds
+                    // meanwhile replaces it.
+                    tracing::warn!(path = %path.display(), error = format!("{err:#}"), "cannot load a compiled component; the entry is kept");
+                    None
+                }
+            };
         }
         self.stats.rejected.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(path = %path.display(), "discarding a damaged or stale compiled component");
+        tracing::warn!(path = %path.display(), "discarding a damaged compiled component");
         let _ = std::fs::remove_file(path);
         let _ = std::fs::remove_file(path.with_extension("sum"));
         None

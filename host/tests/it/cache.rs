@@ -1,6 +1,7 @@
 //! The compiled-artifact cache: a second start loads instead of compiling,
-//! a damaged entry is discarded and rebuilt, and a cache inside the agents
-//! directory or one that cannot be created is refused.
+//! a damaged entry is discarded and rebuilt, a sound one that does not
+//! load is kept, and a cache inside the agents directory or one that
+//! cannot be created is refused.
 
 use std::sync::atomic::Ordering;
 
@@ -135,6 +136,60 @@ fn a_damaged_entry_is_discarded_and_rebuilt() {
     assert_eq!(stats.stores.load(Ordering::Relaxed), 2);
     assert_eq!(stats.hits.load(Ordering::Relaxed), 1);
     assert_eq!(entries(cache.path()), files, "rebuilt under the same names");
+}
+
+/// A sound entry that wasmtime does not load (as when mapping it finds no
+/// memory or mappings left) is a miss, not damage: it is kept, not
+/// counted as rejected, and the next compile that succeeds replaces it.
+#[test]
+fn a_sound_entry_that_does_not_load_is_kept() {
+    use sha2::Digest;
+    let echo = std::fs::read(guest("echo")).unwrap();
+    let sha256: [u8; 32] = sha2::Sha256::digest(&echo).into();
+    let cache = tempfile::tempdir().unwrap();
+    // An entry compiled with concurrency support, under its own name.
+    let mut theirs = Runtime::new(&wharf::runtime::EngineSettings {
+        concurrency: true,
+        ..test_engine()
+    })
+    .unwrap();
+    theirs.use_cache(cache.path()).unwrap();
+    theirs.compile(&echo).unwrap();
+    let their_files = entries(cache.path());
+    let mut ours = Runtime::new(&test_engine()).unwrap();
+    ours.use_cache(cache.path()).unwrap();
+    ours.compile(&echo).unwrap();
+    let our_files: Vec<_> = entries(cache.path())
+        .into_iter()
+        .filter(|f| !their_files.contains(f))
+        .collect();
+    assert_eq!((their_files.len(), our_files.len()), (2, 2));
+    // Their code and its sum under our name: the checksum holds, and
+    // wasmtime refuses code compiled for other settings.
+    for (from, to) in their_files.iter().zip(&our_files) {
+        std::fs::copy(from, to).unwrap();
+    }
+    let cache_of = ours.cache().unwrap();
+    assert!(cache_of.cached(ours.engine(), &sha256).is_none());
+    assert_eq!(cache_of.stats.rejected.load(Ordering::Relaxed), 0);
+    assert_eq!(cache_of.stats.hits.load(Ordering::Relaxed), 0);
+    for (from, to) in their_files.iter().zip(&our_files) {
+        let kept = std::fs::read(to).unwrap();
+        assert_eq!(kept, std::fs::read(from).unwrap(), "{to:?} is kept");
+    }
+
+    let (_, outcome) = ours.compile(&echo).unwrap();
+    assert_eq!(outcome, CacheOutcome::Stored);
+    assert_ne!(
+        std::fs::read(&our_files[0]).unwrap(),
+        std::fs::read(&their_files[0]).unwrap(),
+        "replaced by the compile"
+    );
+    assert_eq!(
+        ours.compile(&echo).unwrap().1,
+        CacheOutcome::Hit,
+        "and loaded from then on"
+    );
 }
 
 #[test]
