@@ -214,9 +214,9 @@ impl ArtifactCache {
         // version and settings again before using it). Wharf never changes
         // an entry in place (it renames a new file over it), and the file
         // mapped is checked below to be the one whose sum was read.
-        #[allow(unsafe_code)]
-        let loaded = sound.then(|| unsafe { Component::deserialize_file(engine, path) });
-        if let Some(loaded) = loaded {
+        if sound {
+            #[allow(unsafe_code)]
+            let loaded = unsafe { Component::deserialize_file(engine, path) };
             return match loaded {
                 Ok(loaded) => {
                     // Replaced (by another process storing the same entry)

@@ -4,6 +4,7 @@
 //! their processor (URL-encoded, multipart, JSON, XML) before phase 2.
 //! Follows ModSecurity v3's extraction rules.
 
+use super::store::Str;
 use super::{Limit, PastLimit, Transaction};
 use crate::decode::{uri_decode, url_decode_into};
 use crate::model::BodyProcessor;
@@ -151,12 +152,7 @@ impl Transaction {
             // Decoded straight into the arena: no buffer per field.
             let key = self.arena.push_with(|o| url_decode_into(k, false, o));
             let value = self.arena.push_with(|o| url_decode_into(v, false, o));
-            let col = if post {
-                &mut self.args_post
-            } else {
-                &mut self.args_get
-            };
-            col.add_decoded(&self.arena, key, value);
+            self.push_argument(key, value, post);
         }
     }
 
@@ -165,13 +161,19 @@ impl Transaction {
         if !self.room_for_argument(post) {
             return false;
         }
+        let (key, value) = (self.arena.push(key), self.arena.push(value));
+        self.push_argument(key, value, post);
+        true
+    }
+
+    /// Adds an argument whose key and value are in the arena already.
+    fn push_argument(&mut self, key: Str, value: Str, post: bool) {
         let col = if post {
             &mut self.args_post
         } else {
             &mut self.args_get
         };
-        col.add(&mut self.arena, key, value);
-        true
+        col.add_decoded(&self.arena, key, value);
     }
 
     /// Whether one more argument is within the arguments limit (the limit

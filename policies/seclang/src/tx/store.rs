@@ -75,15 +75,8 @@ pub struct Collection {
 
 impl Collection {
     pub fn add(&mut self, arena: &mut Arena, key: &[u8], value: &[u8]) {
-        let (kmask, vmask) = (byte_mask(key), byte_mask(value));
-        let key = arena.push(key);
-        let value = arena.push(value);
-        self.entries.push(Entry {
-            key,
-            value,
-            kmask,
-            vmask,
-        });
+        let (key, value) = (arena.push(key), arena.push(value));
+        self.add_decoded(arena, key, value);
     }
 
     /// Adds an entry whose key and value are in `arena` already.
