@@ -1,24 +1,30 @@
-//! Affinity pins: session key → warm instance id, in a sharded map with a
-//! TTL and a capacity cap. Past the cap the least recently used of a sample
-//! of pins is evicted (sampled LRU, as Redis does), so an insert never scans
-//! the whole table. Lookups never hold a guard across an `.await`.
+//! Affinity pins: session key → warm instance id, bounded in entries and
+//! age. The table is split in shards by the key's hash, each an LRU list
+//! under its own lock: a lookup moves its pin to the recent end, and past a
+//! shard's share of the capacity the least recently used pin goes, so an
+//! insert costs the same whether the table holds ten pins or its cap.
+//! Lookups never hold a lock across an `.await`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
-use dashmap::DashMap;
+use hashlink::LruCache;
 
 use super::clock::now_ms;
 
 /// The instance id no instance has (pools number theirs from 1).
 const NO_INSTANCE: u64 = 0;
 
-/// How many pins an eviction looks at to pick the least recently used.
-const EVICTION_SAMPLE: usize = 16;
+/// Most shards; a table has fewer when each would hold under
+/// [`MIN_PER_SHARD`] pins, so a small cap is one exact LRU.
+const MAX_SHARDS: usize = 16;
+const MIN_PER_SHARD: usize = 256;
 
 struct Pin {
     instance: u64,
-    last_seen_ms: AtomicU64,
+    last_seen_ms: u64,
 }
+
+type Shard = LruCache<String, Pin, ahash::RandomState>;
 
 /// What a lookup found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,134 +37,130 @@ pub enum Lookup {
 
 /// Session pins: which instance serves each session key, bounded in entries and age.
 pub struct AffinityTable {
-    pins: DashMap<String, Pin, ahash::RandomState>,
+    shards: Box<[Mutex<Shard>]>,
+    /// Picks a key's shard.
+    hasher: ahash::RandomState,
     ttl_ms: u64,
-    capacity: usize,
 }
 
 impl AffinityTable {
     /// A table keeping pins for `ttl` unused, `capacity` at most.
     pub fn new(ttl: std::time::Duration, capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        let count = (capacity / MIN_PER_SHARD).clamp(1, MAX_SHARDS);
+        // A power of two, so a hash picks a shard with a mask.
+        let count = 1 << count.ilog2();
+        let shards = (0..count)
+            .map(|i| {
+                // The shares add up to `capacity` exactly.
+                let share = capacity / count + usize::from(i < capacity % count);
+                Mutex::new(LruCache::with_hasher(share, ahash::RandomState::new()))
+            })
+            .collect();
         AffinityTable {
-            pins: DashMap::with_hasher(ahash::RandomState::new()),
+            shards,
+            hasher: ahash::RandomState::new(),
             ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
-            capacity: capacity.max(1),
         }
+    }
+
+    fn shard(&self, key: &str) -> MutexGuard<'_, Shard> {
+        let hash = self.hasher.hash_one(key);
+        // The high bits: the shard's own map indexes by the low ones of
+        // its own hash, but keep the two apart all the same.
+        let i = (hash >> 32) as usize & (self.shards.len() - 1);
+        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The instance `key` is pinned to, refreshing the pin's age.
     #[inline]
     pub fn lookup(&self, key: &str) -> Lookup {
         let now = now_ms();
-        let expired = match self.pins.get(key) {
-            None => return Lookup::Miss,
-            Some(pin) => {
-                let seen = pin.last_seen_ms.load(Ordering::Relaxed);
-                if now.saturating_sub(seen) <= self.ttl_ms {
-                    // Write only when the coarse clock moved: a hot pin's
-                    // cache line is not bounced between cores on every hit.
-                    if seen != now {
-                        pin.last_seen_ms.store(now, Ordering::Relaxed);
-                    }
-                    return Lookup::Hit(pin.instance);
-                }
-                true
-            }
+        let mut shard = self.shard(key);
+        let Some(pin) = shard.get_mut(key) else {
+            return Lookup::Miss;
         };
-        if expired {
-            self.pins.remove(key);
+        if now.saturating_sub(pin.last_seen_ms) <= self.ttl_ms {
+            pin.last_seen_ms = now;
+            return Lookup::Hit(pin.instance);
         }
+        shard.remove(key);
         Lookup::Miss
     }
 
     /// Pins `key` to `instance`; returns how many pins were evicted for room.
     pub fn pin(&self, key: &str, instance: u64) -> usize {
+        self.insert(key, instance, now_ms())
+    }
+
+    fn insert(&self, key: &str, instance: u64, last_seen_ms: u64) -> usize {
         let pin = Pin {
             instance,
-            last_seen_ms: AtomicU64::new(now_ms()),
+            last_seen_ms,
         };
-        let replaced = self.pins.insert(key.to_string(), pin).is_some();
-        if replaced || self.pins.len() <= self.capacity {
+        let mut shard = self.shard(key);
+        if let Some(held) = shard.get_mut(key) {
+            *held = pin;
             return 0;
         }
-        let mut evicted = 0;
-        while self.pins.len() > self.capacity {
-            match self.least_recent_sample(key) {
-                Some(victim) => {
-                    if self.pins.remove(&victim).is_some() {
-                        evicted += 1;
-                    }
-                }
-                None => break,
-            }
-        }
+        let evicted = if shard.len() >= shard.capacity() {
+            usize::from(shard.remove_lru().is_some())
+        } else {
+            0
+        };
+        shard.insert(key.to_string(), pin);
         evicted
     }
 
     /// Takes the sessions pinned in `old` (another version's table) as
     /// pins to no instance: their next lookup is a hit that finds no
-    /// instance, so they are re-pinned and counted as such.
+    /// instance, so they are re-pinned and counted as such. Past this
+    /// table's cap the most recently used are kept.
     pub fn carry_over(&self, old: &AffinityTable) {
-        for pin in old.pins.iter() {
-            if self.pins.len() >= self.capacity {
-                break;
+        for shard in old.shards.iter() {
+            // Least recent first, copied out so that no two locks are held.
+            let pins: Vec<(String, u64)> = {
+                let shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+                shard
+                    .iter()
+                    .map(|(key, pin)| (key.clone(), pin.last_seen_ms))
+                    .collect()
+            };
+            for (key, seen) in pins {
+                self.insert(&key, NO_INSTANCE, seen);
             }
-            let seen = pin.last_seen_ms.load(Ordering::Relaxed);
-            self.pins.insert(
-                pin.key().clone(),
-                Pin {
-                    instance: NO_INSTANCE,
-                    last_seen_ms: AtomicU64::new(seen),
-                },
-            );
         }
     }
 
     /// Forgets `key`'s pin.
     pub fn unpin(&self, key: &str) {
-        self.pins.remove(key);
+        self.shard(key).remove(key);
     }
 
     /// Drops expired pins; returns how many.
     pub fn sweep(&self) -> usize {
         let now = now_ms();
-        let before = self.pins.len();
-        self.pins.retain(|_, pin| {
-            now.saturating_sub(pin.last_seen_ms.load(Ordering::Relaxed)) <= self.ttl_ms
-        });
-        before.saturating_sub(self.pins.len())
+        let mut dropped = 0;
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            let before = shard.len();
+            shard.retain(|_, pin| now.saturating_sub(pin.last_seen_ms) <= self.ttl_ms);
+            dropped += before - shard.len();
+        }
+        dropped
     }
 
     /// Pins held.
     pub fn len(&self) -> usize {
-        self.pins.len()
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).len())
+            .sum()
     }
 
     /// Whether no pin is held.
     pub fn is_empty(&self) -> bool {
-        self.pins.is_empty()
-    }
-
-    fn least_recent_sample(&self, keep: &str) -> Option<String> {
-        // Start the sample at a pseudo-random shard so evictions spread out.
-        let skip = (now_ms() as usize).wrapping_mul(2654435761) % self.pins.len().max(1);
-        let mut best: Option<(u64, String)> = None;
-        let sample = self
-            .pins
-            .iter()
-            .skip(skip)
-            .chain(self.pins.iter())
-            .take(EVICTION_SAMPLE + 1);
-        for entry in sample {
-            if entry.key() == keep {
-                continue;
-            }
-            let seen = entry.value().last_seen_ms.load(Ordering::Relaxed);
-            if best.as_ref().is_none_or(|(oldest, _)| seen < *oldest) {
-                best = Some((seen, entry.key().clone()));
-            }
-        }
-        best.map(|(_, key)| key)
+        self.len() == 0
     }
 }
 
@@ -218,5 +220,41 @@ mod tests {
         assert_eq!(evicted, 50);
         // The newest pin always survives its own insertion.
         assert_eq!(t.lookup("k149"), Lookup::Hit(149));
+    }
+
+    #[test]
+    fn the_least_recently_used_pin_goes_first() {
+        let t = AffinityTable::new(Duration::from_secs(60), 2);
+        t.pin("a", 1);
+        t.pin("b", 2);
+        // `a` is used after `b` was pinned: `b` is now the least recent.
+        assert_eq!(t.lookup("a"), Lookup::Hit(1));
+        assert_eq!(t.pin("c", 3), 1);
+        assert_eq!(t.lookup("b"), Lookup::Miss);
+        assert_eq!(t.lookup("a"), Lookup::Hit(1));
+        assert_eq!(t.lookup("c"), Lookup::Hit(3));
+        // Re-pinning a held key evicts nothing.
+        assert_eq!(t.pin("c", 4), 0);
+        assert_eq!(t.lookup("c"), Lookup::Hit(4));
+    }
+
+    #[test]
+    fn a_sharded_table_holds_its_cap_and_keeps_the_newest() {
+        let cap = 10_000;
+        let t = AffinityTable::new(Duration::from_secs(60), cap);
+        assert!(t.shards.len() > 1, "a cap this large is sharded");
+        let mut evicted = 0;
+        for i in 0..3 * cap {
+            evicted += t.pin(&format!("session-{i}"), i as u64 + 1);
+        }
+        assert_eq!(t.len(), cap, "the shards' shares add up to the cap");
+        assert_eq!(evicted, 2 * cap, "every pin past the cap evicted one");
+        // Each shard holds at least cap / 16 pins, so none of the newest
+        // 100 can have been pushed out by newer ones.
+        for i in 3 * cap - 100..3 * cap {
+            let key = format!("session-{i}");
+            assert_eq!(t.lookup(&key), Lookup::Hit(i as u64 + 1), "{key}");
+        }
+        assert_eq!(t.lookup("session-0"), Lookup::Miss);
     }
 }
