@@ -93,11 +93,16 @@ pub(crate) enum Batch<T> {
 }
 
 /// Waits up to `idle` for an op, then takes what else is queued, `max`
-/// in all at most (group commit: one transaction for them).
+/// in all at most (group commit: one transaction for them). While no op
+/// taken is `waited` for, it keeps taking ops for up to `linger` after the
+/// first: saves nobody waits for share a larger transaction, and the
+/// first op someone waits for ends the wait.
 pub(crate) fn next_batch<T>(
     rx: &std::sync::mpsc::Receiver<T>,
     idle: Duration,
     max: usize,
+    linger: Duration,
+    waited: impl Fn(&T) -> bool,
 ) -> Batch<T> {
     use std::sync::mpsc::RecvTimeoutError;
     let first = match rx.recv_timeout(idle) {
@@ -105,12 +110,28 @@ pub(crate) fn next_batch<T>(
         Err(RecvTimeoutError::Timeout) => return Batch::Idle,
         Err(RecvTimeoutError::Disconnected) => return Batch::Closed,
     };
+    let until = std::time::Instant::now() + linger;
+    let mut urgent = waited(&first);
     let mut ops = vec![first];
     while ops.len() < max {
-        match rx.try_recv() {
-            Ok(op) => ops.push(op),
-            Err(_) => break,
-        }
+        let op = match rx.try_recv() {
+            Ok(op) => op,
+            Err(_) if urgent => break,
+            Err(_) => {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                // Closed or timed out: commit what is here; a closed
+                // queue is seen by the next call.
+                match rx.recv_timeout(left) {
+                    Ok(op) => op,
+                    Err(_) => break,
+                }
+            }
+        };
+        urgent |= waited(&op);
+        ops.push(op);
     }
     Batch::Ops(ops)
 }

@@ -71,6 +71,8 @@ pub struct SqliteStore {
     writer: Option<JoinHandle<()>>,
     /// Saves whose commit failed (each is also logged).
     pub failed_writes: Arc<AtomicU64>,
+    /// Transactions the writer has committed.
+    commits: Arc<AtomicU64>,
     /// The lock on `PATH.lock`, held while the store is open (released
     /// last, after the writer has finished).
     _lock: std::fs::File,
@@ -114,6 +116,7 @@ impl SqliteStore {
         let counts = Arc::new(count_tasks(&conn).map_err(|e| open_err(e.to_string()))?);
         let (tx, rx) = mpsc::channel();
         let failed_writes = Arc::new(AtomicU64::new(0));
+        let commits = Arc::new(AtomicU64::new(0));
         let pending = Arc::new(AtomicU64::new(0));
         let writer = Writer {
             conn,
@@ -122,7 +125,9 @@ impl SqliteStore {
             pending: pending.clone(),
             retention: options.retention,
             batch_max: options.batch_max.max(1),
+            linger: options.linger,
             failed: failed_writes.clone(),
+            commits: commits.clone(),
         };
         let handle = std::thread::Builder::new()
             .name("wharf-tasks-writer".into())
@@ -138,6 +143,7 @@ impl SqliteStore {
             pending,
             writer: Some(handle),
             failed_writes,
+            commits,
             _lock: lock,
         })
     }
@@ -168,6 +174,11 @@ impl SqliteStore {
             done,
         });
         enqueue(&self.pending, written, || self.send(op))
+    }
+
+    /// How many transactions the writer has committed (each one fsync).
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 
     /// Waits until every save queued before this call is committed (or

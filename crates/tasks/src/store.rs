@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dashmap::DashMap;
 use tokio::sync::oneshot;
@@ -88,6 +88,11 @@ pub(crate) fn enqueue(
     written
 }
 
+/// [`StoreOptions::linger`] unless set: at a few thousand queued saves a
+/// second, a transaction of a dozen or more instead of a few, and a
+/// `queued` save on disk within a few milliseconds as before.
+pub const DEFAULT_LINGER: Duration = Duration::from_millis(5);
+
 /// How a store runs.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -99,6 +104,10 @@ pub struct StoreOptions {
     pub retention: Retention,
     /// Most writes committed in one transaction.
     pub batch_max: usize,
+    /// How long the SQLite writer keeps gathering saves no caller waits
+    /// for (`queued`) into the transaction of the first one, for fewer,
+    /// larger commits; a save or sync someone waits for ends it at once.
+    pub linger: Duration,
 }
 
 impl StoreOptions {
@@ -109,6 +118,7 @@ impl StoreOptions {
             durability: Durability::default(),
             retention: Retention::default(),
             batch_max: 1024,
+            linger: DEFAULT_LINGER,
         }
     }
 }

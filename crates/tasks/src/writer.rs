@@ -51,6 +51,17 @@ pub(crate) struct Put {
     pub done: Option<oneshot::Sender<Result<(), StoreError>>>,
 }
 
+impl Op {
+    /// Whether someone waits for this op to be committed or done.
+    fn waited(&self) -> bool {
+        match self {
+            Op::Put(put) => put.done.is_some(),
+            Op::Push(push) => push.done.is_some(),
+            Op::Sync(_) | Op::Retain(_) => true,
+        }
+    }
+}
+
 /// A push config written (`body`) or deleted (`None`).
 pub(crate) struct PushOp {
     pub agent: String,
@@ -117,7 +128,10 @@ pub(crate) struct Writer {
     pub pending: Arc<AtomicU64>,
     pub retention: Retention,
     pub batch_max: usize,
+    pub linger: Duration,
     pub failed: Arc<AtomicU64>,
+    /// Transactions committed.
+    pub commits: Arc<AtomicU64>,
 }
 
 impl Writer {
@@ -125,7 +139,14 @@ impl Writer {
         let mut last_retention = Instant::now();
         loop {
             // Idle, it still wakes to apply retention.
-            let ops = match crate::dbfile::next_batch(&rx, RETENTION_EVERY, self.batch_max) {
+            let batch = crate::dbfile::next_batch(
+                &rx,
+                RETENTION_EVERY,
+                self.batch_max,
+                self.linger,
+                Op::waited,
+            );
+            let ops = match batch {
                 crate::dbfile::Batch::Ops(ops) => ops,
                 crate::dbfile::Batch::Idle => {
                     if self.retention.any() {
@@ -221,6 +242,7 @@ impl Writer {
             }
         }
         tx.commit().map_err(db)?;
+        self.commits.fetch_add(1, Ordering::Relaxed);
         for (scope, old, new) in moves {
             if let Some(old) = old {
                 adjust(&self.counts, &scope, old, false);

@@ -306,6 +306,79 @@ async fn queued_saves_are_committed_before_the_store_closes() {
     );
 }
 
+/// Runs `f` on its own thread; a call that has not returned within a
+/// minute fails the test rather than hanging it (a linger of an hour
+/// would hold it that long).
+fn returns<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("{what} did not return"))
+}
+
+fn lingering(path: &Path, durability: Durability) -> SqliteStore {
+    let mut options = StoreOptions::new(path);
+    options.durability = durability;
+    options.linger = Duration::from_secs(3600);
+    SqliteStore::open(options).unwrap()
+}
+
+#[test]
+fn queued_saves_that_arrive_apart_share_one_transaction_until_someone_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(lingering(&dir.path().join("tasks.db"), Durability::Queued));
+    for n in 0..50 {
+        store
+            .save("echo", &task(&format!("t{n}"), "c", TaskState::Completed))
+            .wait_blocking()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        store.commits(),
+        0,
+        "nobody waited: the writer still gathers"
+    );
+    let synced = store.clone();
+    returns("sync", move || synced.sync()).unwrap();
+    assert_eq!(store.commits(), 1, "fifty saves, one transaction");
+    assert_eq!(total_in(&store, TaskState::Completed), 50);
+}
+
+#[test]
+fn a_save_someone_waits_for_is_committed_at_once_whatever_the_linger() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(lingering(&dir.path().join("tasks.db"), Durability::Commit));
+    for n in 0..3 {
+        let saving = store.clone();
+        returns("a committed save", move || {
+            saving
+                .save("echo", &task(&format!("t{n}"), "c", TaskState::Completed))
+                .wait_blocking()
+        })
+        .unwrap();
+    }
+    assert_eq!(store.commits(), 3);
+}
+
+#[test]
+fn a_lingering_batch_is_committed_when_the_store_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let store = lingering(&path, Durability::Queued);
+    for n in 0..10 {
+        store
+            .save("echo", &task(&format!("t{n}"), "c", TaskState::Completed))
+            .wait_blocking()
+            .unwrap();
+    }
+    returns("closing the store", move || drop(store));
+    let store = open(&path);
+    assert_eq!(total_in(&store, TaskState::Completed), 10);
+}
+
 fn hook(task_id: &str, id: &str, url: &str) -> TaskPushNotificationConfig {
     TaskPushNotificationConfig {
         tenant: String::new(),

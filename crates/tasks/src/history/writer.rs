@@ -118,7 +118,12 @@ impl Writer {
     pub fn run(mut self, rx: Receiver<Op>) {
         let mut last_retention = Instant::now();
         loop {
-            let ops = match crate::dbfile::next_batch(&rx, RETENTION_EVERY, BATCH_MAX) {
+            // No linger: a kept message is committed as soon as it comes.
+            let batch =
+                crate::dbfile::next_batch(&rx, RETENTION_EVERY, BATCH_MAX, Duration::ZERO, |_| {
+                    true
+                });
+            let ops = match batch {
                 crate::dbfile::Batch::Ops(ops) => ops,
                 crate::dbfile::Batch::Idle => {
                     self.retain_logged();
