@@ -99,17 +99,11 @@ impl AffinityTable {
             last_seen_ms,
         };
         let mut shard = self.shard(key);
-        if let Some(held) = shard.get_mut(key) {
-            *held = pin;
-            return 0;
-        }
-        let evicted = if shard.len() >= shard.capacity() {
-            usize::from(shard.remove_lru().is_some())
-        } else {
-            0
-        };
-        shard.insert(key.to_string(), pin);
-        evicted
+        let held = shard.len();
+        // A held key moves to the recent end; a new one past the shard's
+        // share evicts its least recent pin, leaving the length as it was.
+        let replaced = shard.insert(key.to_string(), pin).is_some();
+        usize::from(!replaced && shard.len() == held)
     }
 
     /// Takes the sessions pinned in `old` (another version's table) as

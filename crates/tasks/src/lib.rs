@@ -19,5 +19,5 @@ mod writer;
 
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::SqliteStore;
-pub use store::{DEFAULT_LINGER, StoreError, StoreOptions, TaskPage, TaskStore, Written, trimmed};
+pub use store::{StoreError, StoreOptions, TaskPage, TaskStore, Written, trimmed};
 pub use wharf_a2a_model::*;

@@ -91,7 +91,7 @@ pub(crate) fn enqueue(
 /// [`StoreOptions::linger`] unless set: at a few thousand queued saves a
 /// second, a transaction of a dozen or more instead of a few, and a
 /// `queued` save on disk within a few milliseconds as before.
-pub const DEFAULT_LINGER: Duration = Duration::from_millis(5);
+const DEFAULT_LINGER: Duration = Duration::from_millis(5);
 
 /// How a store runs.
 #[derive(Debug, Clone)]
