@@ -1,7 +1,8 @@
 //! A2A over loopback, in the shapes the A2A SDKs publish: a SendMessage
 //! round trip on one connection (JSON-RPC and HTTP+JSON, both store
 //! durabilities, payloads 64 B … 1 MiB), sends in flight at once, a stream
-//! drained (3, 27, 252 events) and its first event, and the error paths.
+//! drained (3, 27, 252 events) and its first event, independent clients
+//! each sending as soon as answered, and the error paths.
 //! The baseline in the same run is the plain HTTP echo through the same
 //! server: a request with no task, no store and no JSON. Round trips are
 //! timed twice: with hyper's client (what an application would use) and
@@ -178,43 +179,87 @@ fn raw_request(b: &Bench, path: &str, body: &[u8]) -> Vec<u8> {
 /// with the least client there is: write the bytes, read until the
 /// response's `content-length` is in. What it measures is the server.
 fn raw_sequential(b: &Bench, iters: u64, request: &[u8], expect: &[u8]) -> Duration {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     b.rt.block_on(async {
-        let addr = b.base.trim_start_matches("http://").to_string();
-        let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
-        conn.set_nodelay(true).unwrap();
-        let mut buf = Vec::with_capacity(64 << 10);
+        let mut conn = raw_connect(b).await;
         let started = Instant::now();
-        for _ in 0..iters {
-            conn.write_all(request).await.unwrap();
-            buf.clear();
-            let (head, len) = loop {
-                let mut chunk = [0u8; 16 << 10];
-                let n = conn.read(&mut chunk).await.unwrap();
-                assert!(n > 0, "the server closed the connection");
-                buf.extend_from_slice(&chunk[..n]);
-                if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                    let len: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .map(|v| v.trim().parse().unwrap())
-                        .unwrap();
-                    break (end + 4, len);
-                }
-            };
-            while buf.len() < head + len {
-                let mut chunk = [0u8; 16 << 10];
-                let n = conn.read(&mut chunk).await.unwrap();
-                assert!(n > 0, "the server closed the connection");
-                buf.extend_from_slice(&chunk[..n]);
+        raw_round_trips(&mut conn, iters, request, expect).await;
+        started.elapsed()
+    })
+}
+
+async fn raw_connect(b: &Bench) -> tokio::net::TcpStream {
+    let addr = b.base.trim_start_matches("http://").to_string();
+    let conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    conn.set_nodelay(true).unwrap();
+    conn
+}
+
+/// `iters` round trips of `request` on `conn`, each answer a 200 holding
+/// `expect`.
+async fn raw_round_trips(
+    conn: &mut tokio::net::TcpStream,
+    iters: u64,
+    request: &[u8],
+    expect: &[u8],
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = Vec::with_capacity(64 << 10);
+    for _ in 0..iters {
+        conn.write_all(request).await.unwrap();
+        buf.clear();
+        let (head, len) = loop {
+            let mut chunk = [0u8; 16 << 10];
+            let n = conn.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the server closed the connection");
+            buf.extend_from_slice(&chunk[..n]);
+            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map(|v| v.trim().parse().unwrap())
+                    .unwrap();
+                break (end + 4, len);
             }
-            assert!(
-                buf.starts_with(b"HTTP/1.1 200"),
-                "{}",
-                String::from_utf8_lossy(&buf)
-            );
-            assert!(memchr(&buf[head..], expect));
+        };
+        while buf.len() < head + len {
+            let mut chunk = [0u8; 16 << 10];
+            let n = conn.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the server closed the connection");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        assert!(
+            buf.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&buf)
+        );
+        assert!(memchr(&buf[head..], expect));
+    }
+}
+
+/// `clients` raw clients on their own connections, each making `iters`
+/// round trips of `request` as fast as its answers come, none waiting for
+/// another: the time until the last is done.
+fn raw_clients(b: &Bench, clients: usize, iters: u64, request: &[u8], expect: &[u8]) -> Duration {
+    b.rt.block_on(async {
+        let mut conns = Vec::with_capacity(clients);
+        for _ in 0..clients {
+            conns.push(raw_connect(b).await);
+        }
+        let request: Arc<[u8]> = request.into();
+        let expect: Arc<[u8]> = expect.into();
+        let started = Instant::now();
+        let loops: Vec<_> = conns
+            .into_iter()
+            .map(|mut conn| {
+                let (request, expect) = (request.clone(), expect.clone());
+                tokio::spawn(async move {
+                    raw_round_trips(&mut conn, iters, &request, &expect).await;
+                })
+            })
+            .collect();
+        for done in loops {
+            done.await.unwrap();
         }
         started.elapsed()
     })
@@ -311,6 +356,27 @@ fn round_trips(c: &mut Criterion) {
                         }
                         started.elapsed()
                     })
+                })
+            });
+        }
+    }
+    g.finish();
+
+    // Independent clients, each on its own connection with the raw client,
+    // sending again as soon as it has its answer: no client waits for
+    // another, as separate users do. With `commit`, the sends waiting at
+    // one moment share one fsync.
+    let mut g = c.benchmark_group("a2a/clients");
+    for (name, server) in [
+        ("jsonrpc_send_queued", &queued),
+        ("jsonrpc_send_commit", &commit),
+    ] {
+        let send = raw_request(server, "/a2a/scribe", &send_body("hello brave new world"));
+        for n in [1usize, 16] {
+            g.throughput(Throughput::Elements(n as u64));
+            g.bench_with_input(BenchmarkId::new(name, n), &n, |bch, &n| {
+                bch.iter_custom(|iters| {
+                    raw_clients(server, n, iters, &send, b"TASK_STATE_COMPLETED")
                 })
             });
         }

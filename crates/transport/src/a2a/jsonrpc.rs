@@ -7,11 +7,11 @@
 use std::sync::Arc;
 
 use http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 use wharf_tasks::{A2aError, A2aErrorKind, parse_params};
 
-use super::{check_json, check_version, json_response, sse_response};
-use wharf_a2a::{A2a, Reply, Scope};
+use super::{Answer, Json, check_json, check_version, json_body, json_response, sse_response};
+use wharf_a2a::{A2a, Scope};
 use wharf_core::request::{Request, Response};
 use wharf_routing::AgentRoute;
 
@@ -34,21 +34,37 @@ pub(super) async fn answer(a2a: &Arc<A2a>, route: &Arc<AgentRoute>, req: Request
         Err((id, err)) => return json_response(StatusCode::OK, &err.to_jsonrpc(id)),
     };
     match call(a2a, route, &req, &method, params).await {
-        Ok(Answer::Result(result)) => json_response(
-            StatusCode::OK,
-            &json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-        ),
-        Ok(Answer::Stream(events)) => sse_response(
-            events,
-            move |event| json!({ "jsonrpc": "2.0", "id": id, "result": event }),
-        ),
+        Ok(Answer::Json(result)) => json_body(StatusCode::OK, whole(&id, &result)),
+        Ok(Answer::Stream(events)) => {
+            let opening = opening(&id);
+            sse_response(events, move |out, event| {
+                out.extend_from_slice(&opening);
+                if serde_json::to_writer(&mut *out, event).is_err() {
+                    out.extend_from_slice(b"null");
+                }
+                out.push(b'}');
+            })
+        }
         Err(err) => json_response(StatusCode::OK, &err.to_jsonrpc(id)),
     }
 }
 
-enum Answer {
-    Result(Value),
-    Stream(tokio::sync::mpsc::Receiver<wharf_tasks::StreamResponse>),
+/// A whole response around a result written out.
+fn whole(id: &Value, result: &Json) -> Json {
+    let mut body = opening(id);
+    body.extend_from_slice(&result.0);
+    body.push(b'}');
+    Json(body)
+}
+
+/// A response's JSON up to its result: `{"jsonrpc":"2.0","id":ID,"result":`.
+fn opening(id: &Value) -> Vec<u8> {
+    let mut out = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
+    if serde_json::to_writer(&mut out, id).is_err() {
+        out.extend_from_slice(b"null");
+    }
+    out.extend_from_slice(b",\"result\":");
+    out
 }
 
 async fn call(
@@ -65,30 +81,20 @@ async fn call(
         "SendMessage" | "SendStreamingMessage" => {
             let streaming = method == "SendStreamingMessage";
             let params = parse_params(params)?;
-            match a2a.send(route.clone(), req, params, streaming).await? {
-                Reply::Task(task) => Answer::Result(json!({ "task": task })),
-                Reply::Message(message) => Answer::Result(json!({ "message": message })),
-                Reply::Stream(events) => Answer::Stream(events),
-            }
+            Answer::sent(a2a.send(route.clone(), req, params, streaming).await?)
         }
-        "GetTask" => Answer::Result(value(&a2a.get(agent, parse_params(params)?)?)),
-        "ListTasks" => Answer::Result(a2a.list(agent, parse_params(params)?)?),
-        "CancelTask" => Answer::Result(value(&a2a.cancel(agent, parse_params(params)?).await?)),
-        "SubscribeToTask" => match a2a.subscribe(agent, parse_params(params)?).await? {
-            Reply::Stream(events) => Answer::Stream(events),
-            Reply::Task(task) => Answer::Result(value(&task)),
-            Reply::Message(message) => Answer::Result(value(&message)),
-        },
+        "GetTask" => Answer::of(&a2a.get(agent, parse_params(params)?)?),
+        "ListTasks" => Answer::of(&a2a.list(agent, parse_params(params)?)?),
+        "CancelTask" => Answer::of(&a2a.cancel(agent, parse_params(params)?).await?),
+        "SubscribeToTask" => Answer::bare(a2a.subscribe(agent, parse_params(params)?).await?),
         "CreateTaskPushNotificationConfig" => {
-            Answer::Result(value(&a2a.create_push_config(agent, params).await?))
+            Answer::of(&a2a.create_push_config(agent, params).await?)
         }
-        "GetTaskPushNotificationConfig" => {
-            Answer::Result(value(&a2a.get_push_config(agent, params)?))
-        }
-        "ListTaskPushNotificationConfigs" => Answer::Result(a2a.list_push_configs(agent, params)?),
+        "GetTaskPushNotificationConfig" => Answer::of(&a2a.get_push_config(agent, params)?),
+        "ListTaskPushNotificationConfigs" => Answer::of(&a2a.list_push_configs(agent, params)?),
         "DeleteTaskPushNotificationConfig" => {
             a2a.delete_push_config(agent, params).await?;
-            Answer::Result(json!({}))
+            Answer::Json(Json(b"{}".to_vec()))
         }
         "GetExtendedAgentCard" => {
             return Err(A2aError::new(A2aErrorKind::ExtendedAgentCardNotConfigured)
@@ -101,10 +107,6 @@ async fn call(
                 .with("method", shown));
         }
     })
-}
-
-pub(super) fn value<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 /// The request's id, method and params; or the error (with the id when it
@@ -157,6 +159,7 @@ fn envelope(body: &[u8]) -> Result<(Value, String, Value), (Value, A2aError)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn envelopes_are_read_or_refused_with_the_right_code() {
@@ -183,5 +186,15 @@ mod tests {
         );
         let (id, _) = envelope(br#"{"jsonrpc":"1.0","id":"x","method":"GetTask"}"#).unwrap_err();
         assert_eq!(id, json!("x"), "the id is echoed when it could be read");
+    }
+
+    #[test]
+    fn a_response_written_around_its_result_is_the_jsonrpc_object() {
+        let result = json!({"task": {"id": "t", "status": {"state": "TASK_STATE_COMPLETED"}}});
+        for id in [json!(7), json!("a \"quoted\" id"), Value::Null, json!(-1.5)] {
+            let body = whole(&id, &Json::of(&result));
+            let read: Value = serde_json::from_slice(&body.0).unwrap();
+            assert_eq!(read, json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        }
     }
 }

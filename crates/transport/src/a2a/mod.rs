@@ -17,7 +17,6 @@ use axum::extract::{Path, Request as HttpRequest, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
-use serde_json::Value;
 use wharf_tasks::{A2aError, A2aErrorKind, StreamResponse};
 
 use super::error::ApiError;
@@ -195,23 +194,76 @@ fn check_json(req: &Request) -> Result<(), A2aError> {
 }
 
 /// A JSON answer.
-fn json_response(status: StatusCode, value: &Value) -> request::Response {
+fn json_response(status: StatusCode, value: &impl serde::Serialize) -> request::Response {
+    json_body(status, Json::of(value))
+}
+
+/// A response of JSON already written out.
+fn json_body(status: StatusCode, body: Json) -> request::Response {
     let mut headers = HeaderMap::new();
     headers.insert(
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    let body = serde_json::to_vec(value).unwrap_or_default();
-    request::Response::new(status, headers, Bytes::from(body))
+    request::Response::new(status, headers, Bytes::from(body.0))
+}
+
+/// A JSON value written out from its type: an answer is serialized once,
+/// with no `serde_json::Value` tree built between the task and the bytes.
+struct Json(Vec<u8>);
+
+impl Json {
+    fn of(value: &(impl serde::Serialize + ?Sized)) -> Json {
+        Json(serde_json::to_vec(value).unwrap_or_else(|_| b"null".to_vec()))
+    }
+}
+
+/// What a binding's call answers: JSON written out, or a stream of events.
+enum Answer {
+    Json(Json),
+    Stream(tokio::sync::mpsc::Receiver<StreamResponse>),
+}
+
+impl Answer {
+    fn of(value: &(impl serde::Serialize + ?Sized)) -> Answer {
+        Answer::Json(Json::of(value))
+    }
+
+    /// A send's answer: `{"task": …}`, or `{"message": …}` when the agent
+    /// answered directly, or its events.
+    fn sent(reply: wharf_a2a::Reply) -> Answer {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "lowercase")]
+        enum Sent<'a> {
+            Task(&'a wharf_tasks::Task),
+            Message(&'a wharf_tasks::Message),
+        }
+        match reply {
+            wharf_a2a::Reply::Task(task) => Answer::of(&Sent::Task(&task)),
+            wharf_a2a::Reply::Message(message) => Answer::of(&Sent::Message(&message)),
+            wharf_a2a::Reply::Stream(events) => Answer::Stream(events),
+        }
+    }
+
+    /// What a subscription or a lookup answers: the task or message bare,
+    /// or its events.
+    fn bare(reply: wharf_a2a::Reply) -> Answer {
+        match reply {
+            wharf_a2a::Reply::Task(task) => Answer::of(&task),
+            wharf_a2a::Reply::Message(message) => Answer::of(&message),
+            wharf_a2a::Reply::Stream(events) => Answer::Stream(events),
+        }
+    }
 }
 
 /// Most events written together.
 const SSE_BATCH: usize = 64;
 
-/// Server-sent events, one `data:` line of JSON per item, made by `frame`.
+/// Server-sent events, one `data:` line of JSON per item, written by
+/// `frame`.
 fn sse_response(
     events: tokio::sync::mpsc::Receiver<StreamResponse>,
-    frame: impl Fn(StreamResponse) -> Value + Send + Sync + 'static,
+    frame: impl Fn(&mut Vec<u8>, &StreamResponse) + Send + Sync + 'static,
 ) -> request::Response {
     // Events already waiting leave together, as one write: a fast agent's
     // burst costs one system call, not one per event; none waits for more.
@@ -223,7 +275,7 @@ fn sse_response(
         let mut out = Vec::with_capacity(batch.len() * 256);
         for event in batch {
             out.extend_from_slice(b"data: ");
-            serde_json::to_writer(&mut out, &frame(event)).unwrap_or_default();
+            frame(&mut out, &event);
             out.extend_from_slice(b"\n\n");
         }
         Ok(Bytes::from(out))

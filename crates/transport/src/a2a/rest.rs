@@ -10,9 +10,8 @@ use http::{Method, StatusCode};
 use serde_json::{Map, Value, json};
 use wharf_tasks::{A2aError, A2aErrorKind, TaskIdParams, parse_params};
 
-use super::jsonrpc::value;
-use super::{check_json, check_version, json_response, sse_response};
-use wharf_a2a::{A2a, Reply, Scope};
+use super::{Answer, Json, check_json, check_version, json_body, json_response, sse_response};
+use wharf_a2a::{A2a, Scope};
 use wharf_core::request::{Request, Response};
 use wharf_routing::AgentRoute;
 
@@ -111,8 +110,12 @@ pub(super) async fn answer(
     op: &Op,
 ) -> Response {
     match run(a2a, route, &req, op).await {
-        Ok(Answer::Json(value)) => json_response(StatusCode::OK, &value),
-        Ok(Answer::Stream(events)) => sse_response(events, |event| value(&event)),
+        Ok(Answer::Json(body)) => json_body(StatusCode::OK, body),
+        Ok(Answer::Stream(events)) => sse_response(events, |out, event| {
+            if serde_json::to_writer(&mut *out, event).is_err() {
+                out.extend_from_slice(b"null");
+            }
+        }),
         Err((status, err)) => {
             let (mapped, body) = err.to_rest();
             let status = status
@@ -121,11 +124,6 @@ pub(super) async fn answer(
             json_response(status, &body)
         }
     }
-}
-
-enum Answer {
-    Json(Value),
-    Stream(tokio::sync::mpsc::Receiver<wharf_tasks::StreamResponse>),
 }
 
 /// The operation's answer, or its error with a status other than the
@@ -144,56 +142,44 @@ async fn run(
             check_json(req).map_err(|e| (Some(StatusCode::UNSUPPORTED_MEDIA_TYPE), e))?;
             let params = body(req).and_then(parse_params);
             match params {
-                Ok(params) => match a2a.send(route.clone(), req, params, *streaming).await {
-                    Ok(Reply::Task(task)) => Ok(Answer::Json(json!({ "task": task }))),
-                    Ok(Reply::Message(message)) => Ok(Answer::Json(json!({ "message": message }))),
-                    Ok(Reply::Stream(events)) => Ok(Answer::Stream(events)),
-                    Err(e) => Err(e),
-                },
+                Ok(params) => a2a
+                    .send(route.clone(), req, params, *streaming)
+                    .await
+                    .map(Answer::sent),
                 Err(e) => Err(e),
             }
         }
         Op::Get(id) => query(req, Some(id))
             .and_then(parse_params)
             .and_then(|p| a2a.get(agent, p))
-            .map(|t| Answer::Json(value(&t))),
+            .map(|t| Answer::of(&t)),
         Op::List => query(req, None)
             .and_then(parse_params)
             .and_then(|p| a2a.list(agent, p))
-            .map(Answer::Json),
-        Op::Cancel(id) => a2a
-            .cancel(agent, task_id(id))
-            .await
-            .map(|t| Answer::Json(value(&t))),
-        Op::Subscribe(id) => a2a
-            .subscribe(agent, task_id(id))
-            .await
-            .map(|reply| match reply {
-                Reply::Stream(events) => Answer::Stream(events),
-                Reply::Task(task) => Answer::Json(value(&task)),
-                Reply::Message(message) => Answer::Json(value(&message)),
-            }),
+            .map(|v| Answer::of(&v)),
+        Op::Cancel(id) => a2a.cancel(agent, task_id(id)).await.map(|t| Answer::of(&t)),
+        Op::Subscribe(id) => a2a.subscribe(agent, task_id(id)).await.map(Answer::bare),
         Op::PushCreate(task) => {
             check_json(req).map_err(|e| (Some(StatusCode::UNSUPPORTED_MEDIA_TYPE), e))?;
             match body(req).and_then(|b| with_task_id(b, task)) {
                 Ok(params) => a2a
                     .create_push_config(agent, params)
                     .await
-                    .map(|c| Answer::Json(value(&c))),
+                    .map(|c| Answer::of(&c)),
                 Err(e) => Err(e),
             }
         }
         Op::PushList(task) => query(req, None)
             .and_then(|q| with_task_id(q, task))
             .and_then(|p| a2a.list_push_configs(agent, p))
-            .map(Answer::Json),
+            .map(|v| Answer::of(&v)),
         Op::PushGet(task, id) => a2a
             .get_push_config(agent, json!({"taskId": task, "id": id}))
-            .map(|c| Answer::Json(value(&c))),
+            .map(|c| Answer::of(&c)),
         Op::PushDelete(task, id) => a2a
             .delete_push_config(agent, json!({"taskId": task, "id": id}))
             .await
-            .map(|()| Answer::Json(json!({}))),
+            .map(|()| Answer::Json(Json(b"{}".to_vec()))),
         Op::ExtendedCard => Err(A2aError::new(A2aErrorKind::ExtendedAgentCardNotConfigured)
             .message("This agent has no extended agent card")),
     };
