@@ -1,7 +1,8 @@
 //! Task store benchmarks, in the A2A SDK's shapes: save, get and list at
 //! 1k, 10k and 100k stored tasks, beside an in-memory map store (what the
-//! SDKs' `InMemoryTaskStore` is) in the same run; group commit under
-//! concurrent saves; memory per unfinished task held in memory.
+//! SDKs' `InMemoryTaskStore` is) in the same run; a retention pass at each
+//! size; group commit under concurrent saves; memory per unfinished task
+//! held in memory.
 //!
 //! Run with `cargo bench -p wharf-tasks --bench tasks`; results go in
 //! BENCHMARKS.md.
@@ -15,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use wharf_tasks::{
-    Durability, ListQuery, Message, Part, Role, SqliteStore, StoreOptions, Task, TaskState,
-    TaskStatus, TaskStore,
+    Durability, ListQuery, Message, Part, Retention, Role, SqliteStore, StoreOptions, Task,
+    TaskState, TaskStatus, TaskStore,
 };
 
 /// A task shaped like an A2A SDK benchmark's: a two-turn history.
@@ -136,6 +137,21 @@ fn store(c: &mut Criterion) {
             })
         });
         store.sync().unwrap();
+        // A retention pass under the host's default limits (finished tasks
+        // kept 30 days, waiting ones 7), none due: what the writer pays
+        // every second while it is busy.
+        drop(store);
+        let mut options = StoreOptions::new(dir.path().join(format!("tasks-{n}.db")));
+        options.durability = Durability::Queued;
+        options.retention = Retention {
+            max_age: Some(Duration::from_secs(30 * 86_400)),
+            max_tasks: None,
+            max_waiting: Some(Duration::from_secs(7 * 86_400)),
+        };
+        let store = SqliteStore::open(options).unwrap();
+        g.bench_with_input(BenchmarkId::new("retention_pass", n), &n, |b, _| {
+            b.iter(|| assert_eq!(store.retain_now().unwrap(), 0))
+        });
     }
     g.finish();
 }

@@ -46,6 +46,10 @@ CREATE INDEX IF NOT EXISTS wharf_tasks_by_owner ON wharf_tasks (agent, owner, up
 CREATE INDEX IF NOT EXISTS wharf_tasks_by_context ON wharf_tasks (agent, context_id, updated_ms);
 CREATE INDEX IF NOT EXISTS wharf_tasks_unfinished ON wharf_tasks (node)
     WHERE state NOT IN (3, 4, 5, 7);
+CREATE INDEX IF NOT EXISTS wharf_tasks_finished_by_time ON wharf_tasks (updated_ms, seq)
+    WHERE state IN (3, 4, 5, 7);
+CREATE INDEX IF NOT EXISTS wharf_tasks_waiting_by_time ON wharf_tasks (updated_ms)
+    WHERE state IN (6, 8);
 CREATE TABLE IF NOT EXISTS wharf_push_configs (
     agent   TEXT   NOT NULL,
     task_id TEXT   NOT NULL,

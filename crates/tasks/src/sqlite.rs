@@ -26,7 +26,7 @@ use wharf_a2a_model::{Task, TaskState};
 /// refused rather than misread.
 const SCHEMA_VERSION: i64 = 3;
 
-const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
     agent      TEXT    NOT NULL,
     id         TEXT    NOT NULL,
@@ -40,6 +40,13 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (agent, updated_ms);
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (agent, owner, updated_ms);
 CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (agent, context_id, updated_ms);
+-- What retention reads, across agents: the finished tasks, and those
+-- waiting for their client, by age. Without them each pass (every second
+-- while busy) scanned the whole table.
+CREATE INDEX IF NOT EXISTS tasks_finished_by_time ON tasks (updated_ms)
+    WHERE state IN (3, 4, 5, 7);
+CREATE INDEX IF NOT EXISTS tasks_waiting_by_time ON tasks (updated_ms)
+    WHERE state IN (6, 8);
 CREATE TABLE IF NOT EXISTS push_configs (
     agent   TEXT NOT NULL,
     task_id TEXT NOT NULL,

@@ -13,8 +13,8 @@ use dashmap::DashMap;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
-use crate::store::{Live, TERMINAL, now_ms};
-use crate::store::{Retention, StoreError, WAITING, key};
+use crate::store::{Live, now_ms};
+use crate::store::{Retention, StoreError, key};
 use wharf_a2a_model::TaskState;
 
 /// How often the writer applies retention, busy or idle.
@@ -80,6 +80,19 @@ const DELETE_PUSH: &str = "DELETE FROM push_configs WHERE agent = ?1 AND task_id
 /// Push configs whose task is gone (deleted by retention).
 const ORPHAN_PUSH: &str = "DELETE FROM push_configs WHERE NOT EXISTS \
     (SELECT 1 FROM tasks t WHERE t.agent = push_configs.agent AND t.id = push_configs.task_id)";
+
+/// Retention's deletes. Each reads one of the partial indexes of the
+/// finished and the waiting tasks by age (`SCHEMA`), so a pass costs what
+/// it deletes, not the table's size; their conditions must stay the
+/// indexes' own (`store::WAITING`, `store::TERMINAL`), which
+/// `tests::retention_reads_its_indexes` checks.
+const RETAIN_WAITING: &str = "DELETE FROM tasks WHERE state IN (6, 8) AND updated_ms < ?1 \
+    RETURNING agent, owner, state, id";
+const RETAIN_AGE: &str = "DELETE FROM tasks WHERE state IN (3, 4, 5, 7) AND updated_ms < ?1 \
+    RETURNING agent, owner, state, id";
+const RETAIN_COUNT: &str = "DELETE FROM tasks WHERE rowid IN (SELECT rowid FROM tasks \
+    WHERE state IN (3, 4, 5, 7) ORDER BY updated_ms, rowid LIMIT ?1) \
+    RETURNING agent, owner, state, id";
 
 /// Counts of the tasks in `conn`, as [`Counts`].
 pub(crate) fn count_tasks(conn: &Connection) -> rusqlite::Result<Counts> {
@@ -276,17 +289,11 @@ impl Writer {
         let mut deleted = 0;
         if let Some(idle) = self.retention.max_waiting {
             let before = now_ms() - idle.as_millis() as i64;
-            let sql = format!(
-                "DELETE FROM tasks WHERE {WAITING} AND updated_ms < ?1 RETURNING agent, owner, state, id"
-            );
-            deleted += self.delete(&sql, before)?;
+            deleted += self.delete(RETAIN_WAITING, before)?;
         }
         if let Some(age) = self.retention.max_age {
             let before = now_ms() - age.as_millis() as i64;
-            let sql = format!(
-                "DELETE FROM tasks WHERE {TERMINAL} AND updated_ms < ?1 RETURNING agent, owner, state, id"
-            );
-            deleted += self.delete(&sql, before)?;
+            deleted += self.delete(RETAIN_AGE, before)?;
         }
         if let Some(max) = self.retention.max_tasks {
             let total: u64 = self
@@ -296,11 +303,7 @@ impl Writer {
                 .sum();
             let excess = total.saturating_sub(max);
             if excess > 0 {
-                let sql = format!(
-                    "DELETE FROM tasks WHERE rowid IN (SELECT rowid FROM tasks WHERE {TERMINAL} \
-                     ORDER BY updated_ms, rowid LIMIT ?1) RETURNING agent, owner, state, id"
-                );
-                deleted += self.delete(&sql, excess as i64)?;
+                deleted += self.delete(RETAIN_COUNT, excess as i64)?;
             }
         }
         if deleted > 0 {
@@ -336,4 +339,41 @@ impl Writer {
 /// A SQLite error as the store reports it.
 pub(crate) fn db(e: rusqlite::Error) -> StoreError {
     StoreError::Database(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every retention delete finds its rows through an index: a plan
+    /// that scans `tasks` costs each pass the whole table.
+    #[test]
+    fn retention_reads_its_indexes() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(crate::sqlite::SCHEMA).unwrap();
+        let (waiting, finished) = (crate::store::WAITING, crate::store::TERMINAL);
+        for (sql, states, index) in [
+            (RETAIN_WAITING, waiting, "tasks_waiting_by_time"),
+            (RETAIN_AGE, finished, "tasks_finished_by_time"),
+            (RETAIN_COUNT, finished, "tasks_finished_by_time"),
+        ] {
+            assert!(
+                sql.contains(states),
+                "{sql} reads other states than {states}"
+            );
+            let mut plan = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let steps: Vec<String> = plan
+                .query_map([0i64], |r| r.get::<_, String>(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert!(
+                steps
+                    .iter()
+                    .filter(|s| s.contains("tasks"))
+                    .all(|s| s.contains(index) || s.contains("USING INTEGER PRIMARY KEY")),
+                "{sql}: {steps:?}"
+            );
+        }
+    }
 }
