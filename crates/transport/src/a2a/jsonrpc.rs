@@ -39,9 +39,7 @@ pub(super) async fn answer(a2a: &Arc<A2a>, route: &Arc<AgentRoute>, req: Request
             let opening = opening(&id);
             sse_response(events, move |out, event| {
                 out.extend_from_slice(&opening);
-                if serde_json::to_writer(&mut *out, event).is_err() {
-                    out.extend_from_slice(b"null");
-                }
+                Json::write(out, event);
                 out.push(b'}');
             })
         }
@@ -60,9 +58,7 @@ fn whole(id: &Value, result: &Json) -> Json {
 /// A response's JSON up to its result: `{"jsonrpc":"2.0","id":ID,"result":`.
 fn opening(id: &Value) -> Vec<u8> {
     let mut out = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
-    if serde_json::to_writer(&mut out, id).is_err() {
-        out.extend_from_slice(b"null");
-    }
+    Json::write(&mut out, id);
     out.extend_from_slice(b",\"result\":");
     out
 }

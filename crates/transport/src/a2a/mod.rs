@@ -214,7 +214,19 @@ struct Json(Vec<u8>);
 
 impl Json {
     fn of(value: &(impl serde::Serialize + ?Sized)) -> Json {
-        Json(serde_json::to_vec(value).unwrap_or_else(|_| b"null".to_vec()))
+        let mut out = Vec::new();
+        Json::write(&mut out, value);
+        Json(out)
+    }
+
+    /// Appends `value` as JSON to `out`; `null` for one that cannot be
+    /// (none of the protocol's types fails).
+    fn write(out: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
+        let start = out.len();
+        if serde_json::to_writer(&mut *out, value).is_err() {
+            out.truncate(start);
+            out.extend_from_slice(b"null");
+        }
     }
 }
 

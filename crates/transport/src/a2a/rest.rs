@@ -111,11 +111,7 @@ pub(super) async fn answer(
 ) -> Response {
     match run(a2a, route, &req, op).await {
         Ok(Answer::Json(body)) => json_body(StatusCode::OK, body),
-        Ok(Answer::Stream(events)) => sse_response(events, |out, event| {
-            if serde_json::to_writer(&mut *out, event).is_err() {
-                out.extend_from_slice(b"null");
-            }
-        }),
+        Ok(Answer::Stream(events)) => sse_response(events, Json::write),
         Err((status, err)) => {
             let (mapped, body) = err.to_rest();
             let status = status
