@@ -1,7 +1,8 @@
 //! Task store benchmarks, in the A2A SDK's shapes: save, get and list at
 //! 1k, 10k and 100k stored tasks, beside an in-memory map store (what the
 //! SDKs' `InMemoryTaskStore` is) in the same run; a retention pass at each
-//! size; group commit under concurrent saves; memory per unfinished task
+//! size; group commit under concurrent saves; new tasks committed with
+//! random ids beside ids that sort by time; memory per unfinished task
 //! held in memory.
 //!
 //! Run with `cargo bench -p wharf-tasks --bench tasks`; results go in
@@ -156,6 +157,35 @@ fn store(c: &mut Criterion) {
     g.finish();
 }
 
+/// `iters` saves of the tasks `make(thread, i)` gives, each waited for,
+/// from `threads` threads at once: the time per save, for all the saves
+/// made.
+fn committed_saves(
+    store: &Arc<SqliteStore>,
+    threads: usize,
+    iters: u64,
+    make: impl Fn(usize, usize) -> Task + Copy + Send + 'static,
+) -> Duration {
+    let per_thread = (iters as usize).div_ceil(threads);
+    let started = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for i in 0..per_thread {
+                    store.save("bench", &make(t, i)).wait_blocking().unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    started
+        .elapsed()
+        .mul_f64(iters as f64 / (per_thread * threads) as f64)
+}
+
 /// Saves that each wait for their commit (fsync), from `threads` threads
 /// at once: the writer commits what is queued together.
 fn group_commit(c: &mut Criterion) {
@@ -169,30 +199,50 @@ fn group_commit(c: &mut Criterion) {
             &threads,
             |b, &threads| {
                 b.iter_custom(|iters| {
-                    let per_thread = (iters as usize).div_ceil(threads);
-                    let started = Instant::now();
-                    let handles: Vec<_> = (0..threads)
-                        .map(|t| {
-                            let store = store.clone();
-                            std::thread::spawn(move || {
-                                for i in 0..per_thread {
-                                    let t =
-                                        task(&format!("c{t}-{}", i % 500), TaskState::Completed);
-                                    store.save("bench", &t).wait_blocking().unwrap();
-                                }
-                            })
-                        })
-                        .collect();
-                    for h in handles {
-                        h.join().unwrap();
-                    }
-                    // Time per save, for all the saves made.
-                    started
-                        .elapsed()
-                        .mul_f64(iters as f64 / (per_thread * threads) as f64)
+                    committed_saves(&store, threads, iters, |t, i| {
+                        task(&format!("c{t}-{}", i % 500), TaskState::Completed)
+                    })
                 })
             },
         );
+    }
+    g.finish();
+}
+
+/// New tasks, each in a context of its own (a send without a
+/// `contextId`), saved and waited for from `threads` threads at once, over
+/// 20,000 tasks already kept: with random (v4) ids and contexts, each task
+/// of a group commit lands on its own page of the two indexes keyed by
+/// them; with ids that sort by time (v7, what Wharf makes), on the last.
+fn new_tasks_committed(c: &mut Criterion) {
+    let mut g = c.benchmark_group("tasks_new_committed");
+    g.sample_size(10);
+    for (name, make) in [
+        ("random_ids", uuid::Uuid::new_v4 as fn() -> uuid::Uuid),
+        ("time_ordered_ids", uuid::Uuid::now_v7),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        let fresh = move || {
+            let mut t = task(&make().to_string(), TaskState::Completed);
+            t.context_id = make().to_string();
+            t
+        };
+        {
+            let mut options = StoreOptions::new(&path);
+            options.durability = Durability::Queued;
+            let store = SqliteStore::open(options).unwrap();
+            for _ in 0..20_000 {
+                let _ = store.save("bench", &fresh());
+            }
+            store.sync().unwrap();
+        }
+        let store = Arc::new(SqliteStore::open(StoreOptions::new(&path)).unwrap());
+        for threads in [1usize, 16] {
+            g.bench_with_input(BenchmarkId::new(name, threads), &threads, |b, &threads| {
+                b.iter_custom(|iters| committed_saves(&store, threads, iters, move |_, _| fresh()))
+            });
+        }
     }
     g.finish();
 }
@@ -227,6 +277,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = store, group_commit, memory
+    targets = store, group_commit, new_tasks_committed, memory
 }
 criterion_main!(tasks);

@@ -221,12 +221,16 @@ impl A2a {
             }
             None => {
                 self.check_open(&scope)?;
-                let id = uuid::Uuid::new_v4().to_string();
+                // Ids that sort by creation time (UUIDv7: the millisecond,
+                // then 74 random bits): the store's indexes keyed by task
+                // and context grow at their end, so a group commit of new
+                // tasks writes one page of each instead of one per task.
+                let id = uuid::Uuid::now_v7().to_string();
                 let context = message
                     .context_id
                     .clone()
                     .filter(|c| !c.is_empty())
-                    .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+                    .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
                 let mut task = Task::submitted(id, context, message.clone());
                 task.owner = scope.owner.clone();
                 (task, Vec::new())

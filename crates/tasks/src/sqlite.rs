@@ -76,6 +76,9 @@ pub struct SqliteStore {
     /// for the writer.
     pending: Arc<AtomicU64>,
     writer: Option<JoinHandle<()>>,
+    /// The writer's thread, unparked after an op someone waits for
+    /// ([`crate::dbfile::next_batch`]).
+    writer_thread: std::thread::Thread,
     /// Saves whose commit failed (each is also logged).
     pub failed_writes: Arc<AtomicU64>,
     /// Transactions the writer has committed.
@@ -140,6 +143,7 @@ impl SqliteStore {
             .name("wharf-tasks-writer".into())
             .spawn(move || writer.run(rx))
             .map_err(|e| open_err(e.to_string()))?;
+        let writer_thread = handle.thread().clone();
         Ok(SqliteStore {
             path,
             durability: options.durability,
@@ -149,6 +153,7 @@ impl SqliteStore {
             readers: Mutex::new(Vec::new()),
             pending,
             writer: Some(handle),
+            writer_thread,
             failed_writes,
             commits,
             _lock: lock,
@@ -166,8 +171,20 @@ impl SqliteStore {
     }
 
     fn send(&self, op: Op) -> Result<(), StoreError> {
+        let waited = op.waited();
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        queue.1.send(op).map_err(|_| StoreError::Closed)
+        queue.1.send(op).map_err(|_| StoreError::Closed)?;
+        drop(queue);
+        self.wake(waited);
+        Ok(())
+    }
+
+    /// Ends the writer's gathering of saves at once when someone waits
+    /// for the op just sent.
+    fn wake(&self, waited: bool) {
+        if waited {
+            self.writer_thread.unpark();
+        }
     }
 
     /// Queues a push config write (`body`) or deletion (`None`).
@@ -228,6 +245,7 @@ impl Drop for SqliteStore {
         let (closed, _) = mpsc::channel();
         let queue = self.queue.get_mut().unwrap_or_else(|e| e.into_inner());
         drop(std::mem::replace(&mut queue.1, closed));
+        self.writer_thread.unpark();
         if let Some(handle) = self.writer.take() {
             let _ = handle.join();
         }
@@ -313,6 +331,7 @@ impl TaskStore for SqliteStore {
             Err(e) => return Written::done(Err(StoreError::Database(e.to_string()))),
         };
         let (done, written) = crate::store::settled(self.durability);
+        let waited = done.is_some();
         let key = key(agent, &task.id);
         let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         queue.0 += 1;
@@ -332,7 +351,10 @@ impl TaskStore for SqliteStore {
             done,
         };
         let sent = || queue.1.send(Op::Put(put)).map_err(|_| StoreError::Closed);
-        enqueue(&self.pending, written, sent)
+        let written = enqueue(&self.pending, written, sent);
+        drop(queue);
+        self.wake(waited);
+        written
     }
 
     fn put_push_config(&self, agent: &str, config: &TaskPushNotificationConfig) -> Written {

@@ -53,7 +53,7 @@ pub(crate) struct Put {
 
 impl Op {
     /// Whether someone waits for this op to be committed or done.
-    fn waited(&self) -> bool {
+    pub(crate) fn waited(&self) -> bool {
         match self {
             Op::Put(put) => put.done.is_some(),
             Op::Push(push) => push.done.is_some(),

@@ -494,6 +494,14 @@ async fn tasks_survive_a_restart_and_a_turn_cut_off_by_one_ends_failed() {
     let server = Server::start(config(dir.path(), &kdl)).await;
     let done = send_text(&server, "kept across restarts").await;
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED");
+    // Ids Wharf makes are UUIDv7 (the version digit), and a later task's
+    // sorts after: what keeps the store's indexes growing at their end.
+    let later = send_text(&server, "made after").await;
+    for value in [&done["id"], &done["contextId"], &later["id"]] {
+        let id = value.as_str().unwrap();
+        assert_eq!((id.len(), id.as_bytes()[14]), (36, b'7'), "{id}");
+    }
+    assert!(later["id"].as_str() > done["id"].as_str(), "{done} {later}");
     server.stop().await;
 
     // What a process killed in the middle of a turn leaves behind: a task
@@ -534,7 +542,7 @@ async fn tasks_survive_a_restart_and_a_turn_cut_off_by_one_ends_failed() {
         cut["status"]["message"]["parts"][0]["text"],
         "the host restarted while this task was running"
     );
-    assert_eq!(total_tasks(&server).await, 2);
+    assert_eq!(total_tasks(&server).await, 3);
     // The task's webhook outlived the restart and hears how it ended.
     let pushed = tokio::time::timeout(std::time::Duration::from_secs(20), hooked.recv())
         .await
