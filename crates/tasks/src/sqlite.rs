@@ -171,20 +171,20 @@ impl SqliteStore {
     }
 
     fn send(&self, op: Op) -> Result<(), StoreError> {
-        let waited = op.waited();
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        queue.1.send(op).map_err(|_| StoreError::Closed)?;
-        drop(queue);
-        self.wake(waited);
-        Ok(())
+        self.send_on(&queue.1, op)
     }
 
-    /// Ends the writer's gathering of saves at once when someone waits
-    /// for the op just sent.
-    fn wake(&self, waited: bool) {
+    /// Sends `op` to the writer on `tx`, and unparks the writer when
+    /// someone waits for the op: while it gathers saves nobody waits for,
+    /// it sleeps parked ([`crate::dbfile::next_batch`]).
+    fn send_on(&self, tx: &Sender<Op>, op: Op) -> Result<(), StoreError> {
+        let waited = op.waited();
+        tx.send(op).map_err(|_| StoreError::Closed)?;
         if waited {
             self.writer_thread.unpark();
         }
+        Ok(())
     }
 
     /// Queues a push config write (`body`) or deletion (`None`).
@@ -331,7 +331,6 @@ impl TaskStore for SqliteStore {
             Err(e) => return Written::done(Err(StoreError::Database(e.to_string()))),
         };
         let (done, written) = crate::store::settled(self.durability);
-        let waited = done.is_some();
         let key = key(agent, &task.id);
         let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         queue.0 += 1;
@@ -350,11 +349,8 @@ impl TaskStore for SqliteStore {
             body,
             done,
         };
-        let sent = || queue.1.send(Op::Put(put)).map_err(|_| StoreError::Closed);
-        let written = enqueue(&self.pending, written, sent);
-        drop(queue);
-        self.wake(waited);
-        written
+        let sent = || self.send_on(&queue.1, Op::Put(put));
+        enqueue(&self.pending, written, sent)
     }
 
     fn put_push_config(&self, agent: &str, config: &TaskPushNotificationConfig) -> Written {
