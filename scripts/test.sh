@@ -20,6 +20,8 @@ command -v curl >/dev/null || apt_install curl
 scripts/setup/build-guests.sh >/dev/null
 # The real clients the tests drive Wharf with (the official A2A SDK).
 scripts/setup/test-clients.sh
+# The guest library's own tests (natively: its decoders of what the host sends).
+cargo test --quiet --manifest-path guests/Cargo.toml -p wharf-guest --target-dir target/guests-native
 # The WAF engine's own tests (natively), then a fixed sample of the CRS
 # regression suite over HTTP against a real `wharf serve`, with floors.
 cargo test --quiet --manifest-path policies/Cargo.toml -p wharf-seclang --target-dir target/policies-native

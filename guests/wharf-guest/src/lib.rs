@@ -261,6 +261,21 @@ impl Head {
         }
         Ok(head)
     }
+
+    /// One field of the head (`"agent"`, `"method"`, …), borrowed from the
+    /// MessagePack map without decoding the rest: for a filter that needs
+    /// only that field on every request. `None` when absent or malformed.
+    pub fn field<'a>(mut buf: &'a [u8], name: &str) -> Option<&'a str> {
+        let fields = read_len(&mut buf, 0x80, 0xde).ok()?;
+        for _ in 0..fields {
+            let key = read_str(&mut buf).ok()?;
+            let value = read_str(&mut buf).ok()?;
+            if key == name {
+                return Some(value);
+            }
+        }
+        None
+    }
 }
 
 /// Reads a fix (`fix_base` + n < 16) or 16/32-bit (`wide`, `wide` + 1) length.
@@ -400,4 +415,30 @@ pub fn json_string(text: &str) -> String {
     }
     out.push('"');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Head;
+
+    /// A head as the host encodes it: a MessagePack map of strings.
+    fn head(pairs: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = vec![0x80 | pairs.len() as u8];
+        for s in pairs.iter().flat_map(|(k, v)| [k, v]) {
+            out.push(0xa0 | s.len() as u8);
+            out.extend_from_slice(s.as_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn one_field_reads_as_the_whole_head_decodes_it() {
+        let buf = head(&[("method", "GET"), ("agent", "booking"), ("meta.x", "1")]);
+        let whole = Head::decode(&buf).unwrap();
+        assert_eq!(Head::field(&buf, "agent"), Some(whole.agent.as_str()));
+        assert_eq!(Head::field(&buf, "method"), Some("GET"));
+        assert_eq!(Head::field(&buf, "query"), None);
+        // Truncated: no field rather than a wrong one.
+        assert_eq!(Head::field(&buf[..buf.len() - 1], "meta.x"), None);
+    }
 }

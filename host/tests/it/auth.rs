@@ -323,6 +323,14 @@ async fn a_remembered_token_is_never_used_past_its_exp_or_a_key_change() {
         assert_eq!(reply.json()["meta"]["auth.sub"], "alice");
         assert_eq!(reply.json()["meta"]["auth.scope"], "read write");
     }
+    // The cache is keyed by the whole token: the remembered one with one
+    // character of its signature changed is checked, and refused.
+    let at = lasting.len() - 5;
+    let swap = if &lasting[at..=at] == "A" { "B" } else { "A" };
+    let forged = format!("{}{swap}{}", &lasting[..at], &lasting[at + 1..]);
+    let reply = with_bearer(&server, &forged).await;
+    assert_eq!(reply.status, 401, "{}", reply.text());
+    assert!(reply.text().contains("signature"), "{}", reply.text());
 
     // A token expiring in two seconds passes, and is refused once its
     // `exp` has passed although the instance remembers it verified.
