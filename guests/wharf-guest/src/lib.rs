@@ -237,12 +237,11 @@ pub struct Head {
 
 impl Head {
     /// Decodes the MessagePack map the host sends; unknown keys are skipped.
-    pub fn decode(mut buf: &[u8]) -> Result<Head, &'static str> {
+    pub fn decode(buf: &[u8]) -> Result<Head, &'static str> {
         let mut head = Head::default();
-        let fields = read_len(&mut buf, 0x80, 0xde)?;
-        for _ in 0..fields {
-            let key = read_str(&mut buf)?;
-            let value = read_str(&mut buf)?.to_string();
+        for pair in head_pairs(buf)? {
+            let (key, value) = pair?;
+            let value = value.to_string();
             match key {
                 "method" => head.method = value,
                 "path" => head.path = value,
@@ -265,17 +264,23 @@ impl Head {
     /// One field of the head (`"agent"`, `"method"`, …), borrowed from the
     /// MessagePack map without decoding the rest: for a filter that needs
     /// only that field on every request. `None` when absent or malformed.
-    pub fn field<'a>(mut buf: &'a [u8], name: &str) -> Option<&'a str> {
-        let fields = read_len(&mut buf, 0x80, 0xde).ok()?;
-        for _ in 0..fields {
-            let key = read_str(&mut buf).ok()?;
-            let value = read_str(&mut buf).ok()?;
+    pub fn field<'a>(buf: &'a [u8], name: &str) -> Option<&'a str> {
+        for pair in head_pairs(buf).ok()? {
+            let (key, value) = pair.ok()?;
             if key == name {
                 return Some(value);
             }
         }
         None
     }
+}
+
+/// The head's (key, value) strings in order, borrowed; an error ends it.
+fn head_pairs(
+    mut buf: &[u8],
+) -> Result<impl Iterator<Item = Result<(&str, &str), &'static str>>, &'static str> {
+    let fields = read_len(&mut buf, 0x80, 0xde)?;
+    Ok((0..fields).map(move |_| Ok((read_str(&mut buf)?, read_str(&mut buf)?))))
 }
 
 /// Reads a fix (`fix_base` + n < 16) or 16/32-bit (`wide`, `wide` + 1) length.

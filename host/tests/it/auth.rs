@@ -331,6 +331,18 @@ async fn a_remembered_token_is_never_used_past_its_exp_or_a_key_change() {
     let reply = with_bearer(&server, &forged).await;
     assert_eq!(reply.status, 401, "{}", reply.text());
     assert!(reply.text().contains("signature"), "{}", reply.text());
+    // A token past the 4 KiB the cache keeps per entry is not remembered
+    // (the cache's memory stays bounded) and is checked every time.
+    let long = token(
+        Algorithm::HS256,
+        None,
+        json!({ "sub": "carol", "exp": now() + 3600, "pad": "x".repeat(5000) }),
+    );
+    for _ in 0..2 {
+        let reply = with_bearer(&server, &long).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert_eq!(reply.json()["meta"]["auth.sub"], "carol");
+    }
 
     // A token expiring in two seconds passes, and is refused once its
     // `exp` has passed although the instance remembers it verified.

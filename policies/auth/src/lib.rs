@@ -54,8 +54,9 @@ const MAX_REMEMBER_SECS: u64 = 300;
 /// `jwt_authn` cache is: a lookup hashes it with the standard map's keyed
 /// SipHash and compares the bytes, about a fifth of what its SHA-256 cost
 /// in the guest, and no digest can stand for a token it is not. Tokens
-/// over [`MAX_REMEMBERED_TOKEN`] bytes are checked every time. An entry holds the metadata the token's claims gave and is used only
-/// before its `exp` and at most [`MAX_REMEMBER_SECS`] after it was
+/// over [`MAX_REMEMBERED_TOKEN`] bytes are checked every time. An entry
+/// holds the metadata the token's claims gave and is used only before
+/// its `exp` and at most [`MAX_REMEMBER_SECS`] after it was
 /// verified. At most `capacity` entries: a full cache drops expired ones,
 /// then the one expiring soonest. Only tokens that verified are kept, so
 /// only an issuer's signed tokens can fill it. The cache lives in the
