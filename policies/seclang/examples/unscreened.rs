@@ -1,4 +1,5 @@
-//! Lists the rules the literal prefilter does not screen, with why.
+//! Lists the rules the literal prefilter does not screen, with why (CRS,
+//! or the `waf` baseline with the argument `baseline`).
 use seclang::{MemFiles, RuleSet};
 fn main() {
     let root =
@@ -15,7 +16,15 @@ fn main() {
             std::fs::read_to_string(p).unwrap(),
         );
     }
-    let rules = RuleSet::from_files("", &["crs-setup.conf", "rules/*.conf"], &files).unwrap();
+    let rules = if std::env::args().nth(1).as_deref() == Some("baseline") {
+        let waf = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../waf/rules");
+        let text = ["wharf-engine.conf", "wharf-baseline.conf"]
+            .map(|f| std::fs::read_to_string(waf.join(f)).unwrap())
+            .join("\n");
+        RuleSet::from_text(&text).unwrap()
+    } else {
+        RuleSet::from_files("", &["crs-setup.conf", "rules/*.conf"], &files).unwrap()
+    };
     for line in rules.describe_prefilter() {
         println!("{line}");
     }

@@ -11,6 +11,7 @@ use aho_corasick::AhoCorasick;
 use regex::bytes::Regex;
 
 use crate::model::Macro;
+use crate::transform::{Mask, class_of};
 
 /// An operator and whether it is negated (`!@rx`).
 #[derive(Debug, Clone)]
@@ -185,6 +186,24 @@ pub fn number_op(op: NumOp, input: &[u8], param: &[u8]) -> bool {
         NumOp::Ge => a >= b,
         NumOp::Lt => a < b,
         NumOp::Le => a <= b,
+    }
+}
+
+/// The byte classes of which a value must hold one for `op` (not
+/// negated) to match it, when `op` says: a byte outside the allowed range
+/// (each such byte in a class), a `%` for a bad URL encoding, a byte past
+/// ASCII for bad UTF-8. `None` when any value may match.
+pub fn needed_classes(op: &OpKind) -> Option<Mask> {
+    match op {
+        OpKind::ValidateByteRange(allowed) => (0..=255u8)
+            .filter(|&b| !allowed[b as usize])
+            .try_fold(0, |m, b| match class_of(b) {
+                0 => None,
+                c => Some(m | c),
+            }),
+        OpKind::ValidateUrlEncoding => Some(class_of(b'%')),
+        OpKind::ValidateUtf8Encoding => Some(class_of(0x80)),
+        _ => None,
     }
 }
 

@@ -55,6 +55,11 @@ pub struct Rule {
     /// The rule's slots in the prefilter, when its operator can only
     /// match a value that contains a member of each of a few literal sets.
     pub prefilter: Option<Screen>,
+    /// The byte classes (`transform::Mask`) of which a value must hold
+    /// one for the operator to match it, when its operator says so
+    /// (`@validateByteRange 1-255` matches only a value with a NUL):
+    /// values of none are not tested.
+    pub classes: Option<crate::transform::Mask>,
 }
 
 /// One entry of a phase's rule list.

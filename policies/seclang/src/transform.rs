@@ -67,6 +67,11 @@ const CLASSES: [Mask; 256] = {
     t
 };
 
+/// The byte class of `b` (0 for bytes in none).
+pub fn class_of(b: u8) -> Mask {
+    CLASSES[b as usize]
+}
+
 /// The byte classes present in `bytes`.
 pub fn byte_mask(bytes: &[u8]) -> Mask {
     bytes.iter().fold(0, |m, &b| m | CLASSES[b as usize])

@@ -3,8 +3,9 @@
 //! rule reads the score, `skipAfter` skips to its marker, `nolog` rules
 //! are matched but not logged, a collection's matches come in its order
 //! whatever the prefilter grouped, `multiMatch` tests every stage that
-//! changed a value, and a rule file using something the engine does not
-//! implement refuses to load with `file:line` and its name.
+//! changed a value, the validating operators skip only values without
+//! the bytes they look for, and a rule file using something the engine
+//! does not implement refuses to load with `file:line` and its name.
 
 use std::sync::Arc;
 
@@ -175,4 +176,33 @@ fn what_is_not_implemented_refuses_to_load_with_its_place() {
         err.contains(":1") && err.contains("noSuchTransform"),
         "{err}"
     );
+}
+
+const VALIDATORS: &str = r#"SecRuleEngine On
+SecRule ARGS "@validateByteRange 1-255" "id:30,phase:2,pass,log,t:none,t:urlDecodeUni"
+SecRule ARGS|ARGS_NAMES "@validateUtf8Encoding" "id:31,phase:2,pass,log,t:none,t:urlDecodeUni"
+SecRule ARGS "@validateUrlEncoding" "id:32,phase:2,pass,log,t:none"
+SecRule ARGS "@validateByteRange 32-126" "id:33,phase:2,pass,log,t:none"
+SecRule ARGS "!@validateByteRange 1-255" "id:34,phase:2,pass,log,t:none"
+"#;
+
+/// The validating operators test only the values holding a byte they look
+/// for (a NUL, a byte past ASCII, a `%`): each still fires on such a value
+/// among many clean ones, after the transformation that made the byte,
+/// and a negated one still sees every value.
+#[test]
+fn validators_skip_only_values_without_the_bytes_they_look_for() {
+    let ids = |uri: &str| -> Vec<u32> { run(VALIDATORS, uri).0.iter().map(|m| m.0).collect() };
+    let clean: String = (0..200).map(|i| format!("f{i}=v{i}&")).collect();
+    // Clean values: only the negated rule (every value is in range).
+    assert_eq!(ids(&format!("/?{clean}z=1")), [34]);
+    // A NUL made by the decoding step, among 200 clean fields.
+    assert_eq!(ids(&format!("/?{clean}z=a%2500b")), [30, 34]);
+    // A `%` not followed by two hex digits (once the query is decoded).
+    assert_eq!(ids(&format!("/?{clean}z=a%25zz")), [32, 34]);
+    assert_eq!(ids(&format!("/?{clean}z=a%00b")), [30, 33, 34]);
+    // Bad UTF-8 in a name, after decoding.
+    assert_eq!(ids(&format!("/?{clean}%C3%28=1")), [31, 34]);
+    // A tab is outside 32-126 though it is in no class the first rule needs.
+    assert_eq!(ids(&format!("/?{clean}z=a%09b")), [33, 34]);
 }

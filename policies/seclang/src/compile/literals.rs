@@ -10,6 +10,11 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 
 /// Most strings a set may hold.
 const MAX_SET: usize = 64;
+/// Most strings a set of strings of [`WIDE_MIN`] bytes or more may hold
+/// (CRS 932260 needs one of about 580 command names): such strings are rare in
+/// ordinary text, so a large set of them still screens well.
+const MAX_WIDE_SET: usize = 1024;
+const WIDE_MIN: usize = 3;
 /// Longest string kept (a prefix of a required string is required too).
 const MAX_LEN: usize = 24;
 /// Largest class expanded into single bytes within an exact string.
@@ -42,11 +47,35 @@ pub fn required_literals(pattern: &str) -> Vec<Set> {
     sets.dedup();
     let mut out = Vec::new();
     for set in sets {
+        let set = minimal(set);
+        // A set every member of a chosen one contains a member of adds
+        // nothing (`.` beside `..`).
+        if out.iter().any(|chosen: &Set| {
+            chosen
+                .iter()
+                .all(|x| set.iter().any(|y| memchr::memmem::find(x, y).is_some()))
+        }) {
+            continue;
+        }
         if out.is_empty() || (out.len() < MAX_SETS && rare(&set)) {
             out.push(set);
         }
     }
     out
+}
+
+/// `s` without the strings that contain another of its strings (a value
+/// holding `atobm"` holds `atobm`): the same screen, fewer literals.
+fn minimal(mut s: Set) -> Set {
+    s.sort_by_key(Vec::len);
+    let mut kept: Set = Vec::with_capacity(s.len());
+    for x in s {
+        if !kept.iter().any(|k| memchr::memmem::find(&x, k).is_some()) {
+            kept.push(x);
+        }
+    }
+    kept.sort();
+    kept
 }
 
 /// Sets every match of `h` contains a member of each of.
@@ -78,7 +107,8 @@ fn requirements(h: &Hir) -> Vec<Set> {
                         None => all.push(std::mem::replace(&mut run, ex)),
                     },
                     None => {
-                        all.push(std::mem::replace(&mut run, vec![Vec::new()]));
+                        let done = std::mem::replace(&mut run, vec![Vec::new()]);
+                        all.push(continued(&done, h).unwrap_or(done));
                         all.extend(requirements(h));
                     }
                 }
@@ -163,13 +193,7 @@ fn required(h: &Hir) -> Option<Set> {
         HirKind::Capture(c) => required(&c.sub),
         HirKind::Repetition(r) if r.min >= 1 => required(&r.sub),
         HirKind::Repetition(_) => None,
-        HirKind::Alternation(hs) => {
-            let mut out = Vec::new();
-            for h in hs {
-                out.extend(required(h)?);
-            }
-            dedup(out).filter(|s| s.len() <= MAX_SET)
-        }
+        HirKind::Alternation(hs) => union(hs, required),
         HirKind::Concat(hs) => {
             let mut candidates: Vec<Set> = Vec::new();
             let mut run: Set = vec![Vec::new()];
@@ -182,7 +206,8 @@ fn required(h: &Hir) -> Option<Set> {
                         }
                     },
                     None => {
-                        candidates.push(std::mem::replace(&mut run, vec![Vec::new()]));
+                        let done = std::mem::replace(&mut run, vec![Vec::new()]);
+                        candidates.push(continued(&done, h).unwrap_or(done));
                         if let Some(r) = required(h) {
                             candidates.push(r);
                         }
@@ -195,8 +220,69 @@ fn required(h: &Hir) -> Option<Set> {
     }
 }
 
+/// The exact text `run` continued by the strings every match of `h`
+/// begins with (`c` then `(?:hmod|hown|url\b)` needs one of `chmod`,
+/// `chown`, `curl`), when that makes a set: it implies `run`, so it
+/// replaces it.
+fn continued(run: &Set, h: &Hir) -> Option<Set> {
+    if run.iter().all(Vec::is_empty) {
+        return None;
+    }
+    cross(run, &prefixes(h)?).filter(useful)
+}
+
+/// Strings every match of `h` begins with one of (lowercased), or `None`
+/// when a match may begin otherwise (or be empty).
+fn prefixes(h: &Hir) -> Option<Set> {
+    match h.kind() {
+        HirKind::Literal(_) | HirKind::Class(_) => exact(h),
+        HirKind::Capture(c) => prefixes(&c.sub),
+        HirKind::Repetition(r) if r.min >= 1 => prefixes(&r.sub),
+        HirKind::Alternation(hs) => union(hs, prefixes),
+        HirKind::Concat(hs) => {
+            let mut acc: Set = vec![Vec::new()];
+            for h in hs {
+                // Each part's text continues the prefixes while the set
+                // stays small; a prefix of a prefix is one too.
+                let (part, last) = match exact(h) {
+                    Some(ex) => (ex, false),
+                    None => match prefixes(h) {
+                        Some(p) => (p, true),
+                        None => break,
+                    },
+                };
+                match cross(&acc, &part) {
+                    Some(next) => acc = next,
+                    None => break,
+                }
+                if last {
+                    break;
+                }
+            }
+            acc.iter().all(|x| !x.is_empty()).then_some(acc)
+        }
+        HirKind::Empty | HirKind::Look(_) | HirKind::Repetition(_) => None,
+    }
+}
+
+/// The union of `f` over the branches of an alternation, when every
+/// branch has one and it stays small.
+fn union(branches: &[Hir], f: fn(&Hir) -> Option<Set>) -> Option<Set> {
+    let mut out = Vec::new();
+    for h in branches {
+        out.extend(f(h)?);
+    }
+    dedup(out).filter(small)
+}
+
 fn useful(s: &Set) -> bool {
-    !s.is_empty() && s.len() <= MAX_SET && s.iter().all(|x| !x.is_empty())
+    !s.is_empty() && small(s) && s.iter().all(|x| !x.is_empty())
+}
+
+/// Whether a set is small enough to screen by: at most [`MAX_SET`]
+/// strings, or [`MAX_WIDE_SET`] of [`WIDE_MIN`] bytes or more.
+fn small(s: &Set) -> bool {
+    s.len() <= MAX_SET || (s.len() <= MAX_WIDE_SET && s.iter().all(|x| x.len() >= WIDE_MIN))
 }
 
 /// Longer shortest strings first, then fewer strings.
@@ -287,12 +373,24 @@ mod tests {
             all(r"(?i)(?:select|;)[\s\x0b]+(?:benchmark|if|sleep)[\s\x0b]*?\("),
             vec![
                 vec!["benchmark".to_string(), "if".into(), "sleep".into()],
+                // The run continues into the first byte of `[\s\x0b]+`.
+                [";", "select"]
+                    .iter()
+                    .flat_map(|w| ["\t", "\n", "\x0b", "\x0c", "\r", " "].map(|s| format!("{w}{s}")))
+                    .collect(),
                 vec!["(".into()],
-                vec![";".into(), "select".into()],
             ]
         );
-        // A set of letters or spaces screens nothing in text: left out.
-        assert_eq!(all(r"while\s+x"), vec![vec!["while".to_string()]]);
+        // A set of letters or spaces screens nothing in text: left out
+        // (`while` goes on into the space that follows it).
+        assert_eq!(
+            all(r"while\s+x"),
+            vec![
+                ["\t", "\n", "\x0b", "\x0c", "\r", " "]
+                    .map(|s| format!("while{s}"))
+                    .to_vec()
+            ]
+        );
         assert_eq!(
             all(r"(?:^|[/;\x5c])\.{2,3}[/;\x5c]"),
             vec![
@@ -303,6 +401,46 @@ mod tests {
         // At most three sets; none for an alternation of bare words' parts.
         assert_eq!(all("a(b|c)d(e|f)g").len(), 1);
         assert!(all("[^a]").is_empty());
+    }
+
+    #[test]
+    fn exact_text_continues_into_what_the_next_part_begins_with() {
+        // `c` alone would be a set of one letter; what follows every `c`
+        // begins with one of a few strings, so the run goes on.
+        assert_eq!(
+            req(r"(?i)c(?:hmod|url\b|h(?:own|grp)[^a-z]{1,3})"),
+            Some(vec![
+                "chgrp".into(),
+                "chmod".into(),
+                "chown".into(),
+                "curl".into()
+            ])
+        );
+        // A command list past 64 names still screens: its names are of
+        // three bytes or more (CRS 932260's shape), and names containing
+        // another one are left out.
+        let names: Vec<String> = (0..300).map(|i| format!("cmd{i:03}x")).collect();
+        let pattern = format!(r"(?:^|;)\s*(?:{})(?:\s|$)", names.join("|"));
+        let set = req(&pattern).expect("a set of command names");
+        assert_eq!(set.len(), 300);
+        assert_eq!(
+            req(r"(?:ab|abc|xabd|zz)q"),
+            Some(vec![
+                "abcq".into(),
+                "abq".into(),
+                "xabdq".into(),
+                "zzq".into()
+            ])
+        );
+        assert_eq!(
+            minimal(vec![
+                b"abc".to_vec(),
+                b"ab".to_vec(),
+                b"xab".to_vec(),
+                b"q".to_vec()
+            ]),
+            vec![b"ab".to_vec(), b"q".to_vec()]
+        );
     }
 
     #[test]

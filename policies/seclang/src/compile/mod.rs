@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use crate::Files;
 use crate::error::{ErrorKind, LoadError, Location};
 use crate::model::{Actions, Disruptive, ParsedRule};
-use crate::operator::{OpKind, Param, StrOp};
+use crate::operator::{self, OpKind, Param, StrOp};
 use crate::parse::{self, actions, lexer, targets};
 use crate::ruleset::{ChainDef, ChainId, Config, LimitAction, Rule, RuleIdx, RuleSet, Step};
 use crate::transform::Transform;
@@ -337,6 +337,7 @@ impl<'f> Loader<'f> {
             next: None,
             link,
             prefilter: None,
+            classes: None,
         };
         if a.chain {
             self.open_chain = Some(idx);
@@ -539,6 +540,7 @@ impl Loader<'_> {
             if r.op.negated {
                 continue;
             }
+            r.classes = operator::needed_classes(&r.op.kind);
             let sets = match &r.op.kind {
                 OpKind::Rx(re) => literals::required_literals(re.as_str()),
                 OpKind::Pm(p) if !p.phrases.iter().any(Vec::is_empty) => vec![p.phrases.clone()],

@@ -128,6 +128,11 @@ impl Shared {
         &self.cells[at as usize..(at + len) as usize]
     }
 
+    /// The byte classes of a column's values.
+    pub fn column_masks(&self, at: u32, len: u32) -> &[Mask] {
+        &self.cell_masks[at as usize..(at + len) as usize]
+    }
+
     /// The value at entry `i` of the column at `column`.
     pub fn cell(&self, column: u32, i: u32) -> Str {
         self.cells[(column + i) as usize]
