@@ -37,12 +37,14 @@ pub(crate) struct Hot {
 }
 
 /// Where a collection's raw values are: its column of the empty chain,
-/// and its byte classes and raw verdicts (at `at` in `masks` and `raw`).
+/// and its byte classes and raw verdicts (at `at` in `masks` and `raw`);
+/// with the byte classes of all its values together.
 #[derive(Debug, Clone, Copy)]
 struct Base {
     column: u32,
     at: u32,
     len: u32,
+    union: Mask,
 }
 
 /// Hot values of one group that share one prefilter verdict: `bits`
@@ -271,10 +273,11 @@ impl Transaction {
             std::mem::take(&mut self.shared.masks),
         );
         let view = self.view(var, sel).expect("a column's variable");
-        let base = Base {
+        let mut base = Base {
             column: cells.len() as u32,
             at: masks.len() as u32,
             len: (view.lists[0].len() + view.lists[1].len()) as u32,
+            union: 0,
         };
         for e in view.iter() {
             let (s, m) = if view.names {
@@ -284,6 +287,7 @@ impl Transaction {
             };
             cells.push(s);
             masks.push(m);
+            base.union |= m;
         }
         self.shared
             .cell_masks
@@ -310,12 +314,10 @@ impl Transaction {
             return (c, base.len);
         }
         let def = &rules.chains[chain as usize];
-        let masks = base.at as usize..(base.at + base.len) as usize;
-        let at = if chain == 0
-            || self.shared.masks[masks.clone()]
-                .iter()
-                .all(|&m| def.is_identity_for(m))
-        {
+        // A chain that leaves every class present as it is leaves every
+        // value (a step changes a value only through its trigger bytes),
+        // as it leaves an empty collection.
+        let at = if chain == 0 || base.len == 0 || def.is_identity_for(base.union) {
             base.column
         } else {
             let (parent, _) = self.column(rules, var, sel, def.parent.unwrap_or(0));
