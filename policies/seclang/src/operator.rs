@@ -11,7 +11,7 @@ use aho_corasick::AhoCorasick;
 use regex::bytes::Regex;
 
 use crate::model::Macro;
-use crate::transform::{Mask, class_of};
+use crate::transform::{M_ANY, M_LOWER, M_UPPER, Mask, class_of};
 
 /// An operator and whether it is negated (`!@rx`).
 #[derive(Debug, Clone)]
@@ -192,7 +192,8 @@ pub fn number_op(op: NumOp, input: &[u8], param: &[u8]) -> bool {
 /// The byte classes of which a value must hold one for `op` (not
 /// negated) to match it, when `op` says: a byte outside the allowed range
 /// (each such byte in a class), a `%` for a bad URL encoding, a byte past
-/// ASCII for bad UTF-8. `None` when any value may match.
+/// ASCII for bad UTF-8, a byte outside `[A-Za-z0-9_]` for SQL injection,
+/// a `<` or `=` for XSS. `None` when any value may match.
 pub fn needed_classes(op: &OpKind) -> Option<Mask> {
     match op {
         OpKind::ValidateByteRange(allowed) => (0..=255u8)
@@ -203,6 +204,10 @@ pub fn needed_classes(op: &OpKind) -> Option<Mask> {
             }),
         OpKind::ValidateUrlEncoding => Some(class_of(b'%')),
         OpKind::ValidateUtf8Encoding => Some(class_of(0x80)),
+        // The conditions under which `detect_sqli` and `detect_xss` answer
+        // without libinjection (see each).
+        OpKind::DetectSqli => Some(M_ANY & !(M_LOWER | M_UPPER)),
+        OpKind::DetectXss => Some(class_of(b'<') | class_of(b'=')),
         _ => None,
     }
 }

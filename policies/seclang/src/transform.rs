@@ -28,6 +28,12 @@ pub const M_DASH: Mask = 1 << 16;
 pub const M_HASH: Mask = 1 << 17;
 pub const M_LT: Mask = 1 << 18;
 pub const M_LOWER: Mask = 1 << 19;
+pub const M_EQ: Mask = 1 << 20;
+/// Every other byte but digits and `_`: a value of no class but letters
+/// is a word (`[A-Za-z0-9_]*`).
+pub const M_OTHER: Mask = 1 << 21;
+/// Every class a byte can have.
+pub const M_ANY: Mask = (1 << 22) - 1;
 /// Set for transformations that change every input (hashes, lengths).
 pub const M_ALWAYS: Mask = 1 << 31;
 
@@ -53,7 +59,9 @@ const fn class(b: u8) -> Mask {
         b'-' => M_DASH,
         b'#' => M_HASH,
         b'<' => M_LT,
-        _ => 0,
+        b'=' => M_EQ,
+        b'0'..=b'9' | b'_' => 0,
+        _ => M_OTHER,
     }
 }
 

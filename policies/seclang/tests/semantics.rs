@@ -184,12 +184,15 @@ SecRule ARGS|ARGS_NAMES "@validateUtf8Encoding" "id:31,phase:2,pass,log,t:none,t
 SecRule ARGS "@validateUrlEncoding" "id:32,phase:2,pass,log,t:none"
 SecRule ARGS "@validateByteRange 32-126" "id:33,phase:2,pass,log,t:none"
 SecRule ARGS "!@validateByteRange 1-255" "id:34,phase:2,pass,log,t:none"
+SecRule ARGS "@detectSQLi" "id:35,phase:2,pass,log,t:none"
+SecRule ARGS "@detectXSS" "id:36,phase:2,pass,log,t:none,t:urlDecodeUni"
 "#;
 
-/// The validating operators test only the values holding a byte they look
-/// for (a NUL, a byte past ASCII, a `%`): each still fires on such a value
-/// among many clean ones, after the transformation that made the byte,
-/// and a negated one still sees every value.
+/// The validating and libinjection operators test only the values holding
+/// a byte they look for (a NUL, a byte past ASCII, a `%`, a byte outside
+/// `[A-Za-z0-9_]`, a `<` or `=`): each still fires on such a value among
+/// many clean ones, after the transformation that made the byte, and a
+/// negated one still sees every value.
 #[test]
 fn validators_skip_only_values_without_the_bytes_they_look_for() {
     let ids = |uri: &str| -> Vec<u32> { run(VALIDATORS, uri).0.iter().map(|m| m.0).collect() };
@@ -205,4 +208,14 @@ fn validators_skip_only_values_without_the_bytes_they_look_for() {
     assert_eq!(ids(&format!("/?{clean}%C3%28=1")), [31, 34]);
     // A tab is outside 32-126 though it is in no class the first rule needs.
     assert_eq!(ids(&format!("/?{clean}z=a%09b")), [33, 34]);
+    // libinjection's operators, on a value among clean words; the `<`
+    // made by the decoding step.
+    assert_eq!(
+        ids(&format!("/?{clean}z=1%27%20OR%20%271%27%3D%271")),
+        [34, 35]
+    );
+    assert_eq!(
+        ids(&format!("/?{clean}z=%253Cscript%253Ealert(1)")),
+        [34, 36]
+    );
 }
