@@ -338,15 +338,16 @@ impl Transaction {
         let at = self.shared.cells.len() as u32;
         #[cfg(feature = "profile")]
         crate::profile::count(crate::profile::Work::Column, len as usize);
+        let mut changed = false;
         for i in 0..len {
             let p = self.shared.cells[(parent + i) as usize];
             let pm = self.shared.cell_masks[(parent + i) as usize];
             let (tv, mask) = self.step(step, p, pm);
+            changed |= tv != p;
             self.shared.cells.push(tv);
             self.shared.cell_masks.push(mask);
         }
-        let made = &self.shared.cells[at as usize..];
-        let at = if made == &self.shared.cells[parent as usize..][..len as usize] {
+        let at = if !changed {
             // The step changed no value: the parent's column serves.
             self.shared.cells.truncate(at as usize);
             self.shared.cell_masks.truncate(at as usize);

@@ -216,6 +216,9 @@ pub struct Transaction {
     pub(crate) removed_msgs: Vec<String>,
     pub(crate) removed_targets: Vec<(TargetOwner, Exclusion)>,
     pub(crate) transformed: FxHashMap<(Str, ChainId), Str>,
+    /// The byte classes of long request-wide values (`REQUEST_BODY`),
+    /// found once rather than by every rule that reads them.
+    pub(crate) long_masks: std::cell::RefCell<FxHashMap<Str, crate::transform::Mask>>,
     /// Prefilter results by the value's bytes (a hash, then the bytes
     /// compared): the result's index in `pool`.
     pub(crate) scanned_bytes: FxHashMap<u64, (Str, Option<u32>)>,
@@ -368,6 +371,7 @@ impl Transaction {
             removed_msgs: Vec::new(),
             removed_targets: Vec::new(),
             transformed,
+            long_masks: Default::default(),
             scanned_bytes,
             scanned_long,
             pool: emptied(pool),

@@ -218,10 +218,23 @@ impl Transaction {
         }
     }
 
+    /// The byte classes of an arena value; a long one's are found once.
+    fn mask_of(&self, x: Str) -> Mask {
+        const LONG: u32 = 256;
+        if x.len < LONG {
+            return byte_mask(self.arena.get(x));
+        }
+        *self
+            .long_masks
+            .borrow_mut()
+            .entry(x)
+            .or_insert_with(|| byte_mask(self.arena.get(x)))
+    }
+
     /// A request-wide variable's value.
     pub(crate) fn single(&self, var: Var) -> Option<Data> {
         let s = &self.s;
-        let arena = |x: Str| Data::Arena(x, byte_mask(self.arena.get(x)));
+        let arena = |x: Str| Data::Arena(x, self.mask_of(x));
         let owned = |b: &[u8]| Data::Owned(b.to_vec());
         let flag = |b: bool| Data::Owned(if b { b"1".to_vec() } else { b"0".to_vec() });
         let num = |n: usize| Data::Owned(n.to_string().into_bytes());
