@@ -172,19 +172,17 @@ impl Transaction {
             let (stage, from) = (stage as u32, candidates.len());
             if let Some((slot, g)) = screened {
                 self.screened(rules, slot, g, stage, &mut candidates);
-            } else if let Some(need) = r.classes {
-                // Only values holding a byte the operator looks for.
+            } else {
+                // Every value, or only those holding a byte the operator
+                // looks for when it says which.
                 let cells = self.shared.column(at, len).iter();
                 let masks = self.shared.column_masks(at, len).iter();
                 candidates.extend(
                     (0..len)
                         .zip(cells.zip(masks))
-                        .filter(|(_, (_, m))| *m & need != 0)
+                        .filter(|(_, (_, m))| r.classes.is_none_or(|need| *m & need != 0))
                         .map(|(i, (&tv, _))| (i, stage, tv)),
                 );
-            } else {
-                let column = self.shared.column(at, len).iter();
-                candidates.extend((0..len).zip(column).map(|(i, &tv)| (i, stage, tv)));
             }
             if let Some(p) = previous {
                 self.drop_unchanged(&mut candidates, from, p);
