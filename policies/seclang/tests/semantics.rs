@@ -4,7 +4,8 @@
 //! are matched but not logged, a collection's matches come in its order
 //! whatever the prefilter grouped, `multiMatch` tests every stage that
 //! changed a value, the validating operators skip only values without
-//! the bytes they look for, and a rule file using something the engine
+//! the bytes they look for, `MATCHED_VARS` is the current rule's own in
+//! every transaction, and a rule file using something the engine
 //! does not implement refuses to load with `file:line` and its name.
 
 use std::sync::Arc;
@@ -218,4 +219,38 @@ fn validators_skip_only_values_without_the_bytes_they_look_for() {
         ids(&format!("/?{clean}z=%253Cscript%253Ealert(1)")),
         [34, 36]
     );
+}
+
+/// `MATCHED_VARS` holds the variables the rule being evaluated matched,
+/// all of them, for its chain's later links: not those of a rule before,
+/// nor those of the transaction before in the same buffers.
+#[test]
+fn matched_vars_are_the_rules_own_in_every_transaction() {
+    let rules = Arc::new(
+        RuleSet::from_text(
+            r#"SecRuleEngine On
+SecRule ARGS "@rx ^x" "id:1,phase:2,pass,log,chain"
+    SecRule MATCHED_VARS "@streq xa" "t:none"
+SecRule ARGS "@streq zz" "id:2,phase:2,pass,log,chain"
+    SecRule MATCHED_VARS_NAMES "@streq ARGS:a" "t:none"
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let mut scratch = seclang::Scratch::default();
+    for (uri, want) in [
+        ("/?a=xa&c=xc&d=zz", vec![1]),
+        ("/?a=yy&c=xc&d=zz", vec![]),
+        ("/?a=xa&b=xb&c=xc&d=xd&e=xe", vec![1]),
+        ("/?a=zz", vec![2]),
+        ("/?b=xa&c=zz", vec![1]),
+    ] {
+        let mut tx = Transaction::reusing(rules.clone(), Limits::default(), scratch);
+        tx.request_line("GET", uri, "HTTP/1.1");
+        tx.process_request_headers();
+        tx.process_request_body();
+        let ids: Vec<u32> = tx.matched().iter().map(|m| m.id).collect();
+        assert_eq!(ids, want, "{uri}");
+        scratch = tx.into_scratch();
+    }
 }

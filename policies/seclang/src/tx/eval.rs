@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use super::group::GroupAt;
 use super::store::Str;
-use super::values::{Data, Key, Val};
+use super::values::{Data, Found, Key, Val};
 use super::{Intervention, Limit, MatchedRule, TargetOwner, Transaction};
 use crate::compile::prefilter::Screen;
 use crate::model::{Ctl, Disruptive, EngineMode, Macro, Selector, SetOp, SetVar, Target};
@@ -97,7 +97,7 @@ impl Transaction {
         let r = rules.rule_at(idx);
         self.current_rule = idx;
         let matched = if r.targets.is_empty() {
-            self.on_match(r, None, Vec::new());
+            self.on_match(r, false, Vec::new());
             true
         } else {
             self.match_targets(rules, r)
@@ -208,9 +208,8 @@ impl Transaction {
                     (Var::Xml, _) => Key::Static("/*"),
                     _ => Key::Arena(entry.key),
                 };
-                let name = self.name_of(t.var, &key);
-                let value = self.arena.get(tv).to_vec();
-                self.on_match(r, Some((name, value)), caps);
+                self.note_match(t.var, &key, Found::Arena(tv));
+                self.on_match(r, true, caps);
                 any = true;
             }
         }
@@ -311,9 +310,8 @@ impl Transaction {
                 let Some(caps) = self.test(r, self.arena.get(tv)) else {
                     return false;
                 };
-                let name = self.name_of(v.var, &v.key);
-                let value = self.arena.get(tv).to_vec();
-                self.on_match(r, Some((name, value)), caps);
+                self.note_match(v.var, &v.key, Found::Arena(tv));
+                self.on_match(r, true, caps);
                 true
             }
             Data::Owned(b) => {
@@ -321,8 +319,8 @@ impl Transaction {
                 let Some(caps) = self.test(r, &input) else {
                     return false;
                 };
-                let name = self.name_of(v.var, &v.key);
-                self.on_match(r, Some((name, input)), caps);
+                self.note_match(v.var, &v.key, Found::Bytes(&input));
+                self.on_match(r, true, caps);
                 true
             }
         }
@@ -358,9 +356,8 @@ impl Transaction {
                         continue;
                     }
                     if let Some(caps) = self.test(r, self.arena.get(stage)) {
-                        let name = self.name_of(v.var, &v.key);
-                        let value = self.arena.get(stage).to_vec();
-                        self.on_match(r, Some((name, value)), caps);
+                        self.note_match(v.var, &v.key, Found::Arena(stage));
+                        self.on_match(r, true, caps);
                         any = true;
                     }
                 }
@@ -376,8 +373,8 @@ impl Transaction {
                 }
                 for stage in stages {
                     if let Some(caps) = self.test(r, &stage) {
-                        let name = self.name_of(v.var, &v.key);
-                        self.on_match(r, Some((name, stage)), caps);
+                        self.note_match(v.var, &v.key, Found::Bytes(&stage));
+                        self.on_match(r, true, caps);
                         any = true;
                     }
                 }
@@ -447,18 +444,18 @@ impl Transaction {
         }
     }
 
-    /// A value matched: match variables, captures, the link's `setvar`s.
-    fn on_match(&mut self, r: &Rule, hit: Option<(String, Vec<u8>)>, caps: Vec<Vec<u8>>) {
+    /// A link matched (a value of it, [`Transaction::note_match`]ed, when
+    /// `noted`): match variables, captures, the link's `setvar`s.
+    fn on_match(&mut self, r: &Rule, noted: bool, caps: Vec<Vec<u8>>) {
         #[cfg(feature = "profile")]
         crate::profile::count(crate::profile::Work::Matched, 0);
-        if let Some((name, value)) = hit {
+        if noted && let Some((name, value)) = self.matched_vars.last() {
             // Copied into the buffers of the match before (no allocation
-            // once they have grown); the owned pair goes to the list.
+            // once they have grown).
             self.matched_var.clear();
-            self.matched_var.extend_from_slice(&value);
+            self.matched_var.extend_from_slice(value);
             self.matched_var_name.clear();
-            self.matched_var_name.push_str(&name);
-            self.matched_vars.push((name, value));
+            self.matched_var_name.push_str(name);
         }
         if r.capture && !caps.is_empty() {
             const DIGITS: [&[u8]; 10] =

@@ -198,7 +198,7 @@ pub struct Transaction {
     pub(crate) env: Vars,
     pub(crate) matched_var: Vec<u8>,
     pub(crate) matched_var_name: String,
-    pub(crate) matched_vars: Vec<(String, Vec<u8>)>,
+    pub(crate) matched_vars: values::MatchedVars,
     pub(crate) body: Vec<u8>,
     pub(crate) response: Vec<u8>,
     pub(crate) processor: Option<BodyProcessor>,
@@ -282,6 +282,7 @@ pub struct Scratch {
     candidates: Vec<(u32, u32, Str)>,
     /// The writable collections, every variable unset.
     vars: FxHashMap<Var, Vars>,
+    matched_vars: values::MatchedVars,
 }
 
 fn emptied<T>(mut v: Vec<T>) -> Vec<T> {
@@ -313,6 +314,7 @@ impl Transaction {
             mut shared,
             candidates,
             vars,
+            matched_vars,
         } = scratch;
         transformed.clear();
         scanned_bytes.clear();
@@ -353,7 +355,7 @@ impl Transaction {
             env: Vars::default(),
             matched_var: Vec::new(),
             matched_var_name: String::new(),
-            matched_vars: Vec::new(),
+            matched_vars: matched_vars.kept(),
             body: emptied(body),
             response: Vec::new(),
             processor: None,
@@ -424,6 +426,7 @@ impl Transaction {
             shared: self.shared,
             candidates: emptied(self.candidates),
             vars: self.vars,
+            matched_vars: self.matched_vars.kept(),
         }
     }
 

@@ -5,7 +5,7 @@
 //! change while rules run (`TX`, `MATCHED_VARS`…) are copied.
 
 use super::Transaction;
-use super::store::{Entry, Str};
+use super::store::{Arena, Entry, Str};
 use crate::model::{Exclusion, Selector, Target};
 use crate::ruleset::Rule;
 use crate::transform::{Mask, byte_mask};
@@ -167,12 +167,12 @@ impl Transaction {
         };
         match t.var {
             Var::MatchedVars => {
-                for (k, v) in &self.matched_vars {
+                for (k, v) in self.matched_vars.iter() {
                     push(k.as_bytes(), v);
                 }
             }
             Var::MatchedVarsNames => {
-                for (k, _) in &self.matched_vars {
+                for (k, _) in self.matched_vars.iter() {
                     push(k.as_bytes(), k.as_bytes());
                 }
             }
@@ -334,19 +334,85 @@ impl Transaction {
         }
     }
 
-    /// `VAR` or `VAR:key`, as `MATCHED_VAR_NAME` shows it.
-    pub(crate) fn name_of(&self, var: Var, key: &Key) -> String {
-        let key: &[u8] = match key {
-            Key::None => return var.name().to_string(),
-            Key::Arena(s) => self.arena.get(*s),
-            Key::Owned(v) => v,
-            Key::Static(s) => s.as_bytes(),
-        };
-        let key = String::from_utf8_lossy(key);
-        let mut name = String::with_capacity(var.name().len() + 1 + key.len());
-        name.push_str(var.name());
-        name.push(':');
-        name.push_str(&key);
-        name
+    /// Adds `var:key` with `value` to the variables the rule being
+    /// evaluated matched (`VAR` or `VAR:key`, as `MATCHED_VAR_NAME` shows
+    /// it).
+    pub(crate) fn note_match(&mut self, var: Var, key: &Key, value: Found<'_>) {
+        let (name, bytes) = self.matched_vars.next();
+        write_name(name, var, key, &self.arena);
+        bytes.extend_from_slice(match value {
+            Found::Arena(s) => self.arena.get(s),
+            Found::Bytes(b) => b,
+        });
+    }
+}
+
+/// `VAR:key` (or `VAR` without a key), the key's bytes as UTF-8 with
+/// replacement characters, appended to `name`.
+fn write_name(name: &mut String, var: Var, key: &Key, arena: &Arena) {
+    name.push_str(var.name());
+    let key: &[u8] = match key {
+        Key::None => return,
+        Key::Arena(s) => arena.get(*s),
+        Key::Owned(v) => v,
+        Key::Static(s) => s.as_bytes(),
+    };
+    name.push(':');
+    name.push_str(&String::from_utf8_lossy(key));
+}
+
+/// A matched value: in the arena, or bytes of the caller's.
+pub(crate) enum Found<'a> {
+    Arena(Str),
+    Bytes(&'a [u8]),
+}
+
+/// Most entries [`MatchedVars`] keeps for the next transaction.
+const KEEP_MATCHED: usize = 64;
+
+/// The variables the rule being evaluated matched (`MATCHED_VARS`), as
+/// `VAR:key` names and values, in buffers kept from match to match and
+/// from request to request (up to [`KEEP_MATCHED`] of them): a match is
+/// copied into them and allocates only when a rule matches more
+/// variables, or longer ones, than before.
+#[derive(Debug, Default)]
+pub(crate) struct MatchedVars {
+    entries: Vec<(String, Vec<u8>)>,
+    len: usize,
+}
+
+impl MatchedVars {
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Emptied, and no larger than what a transaction keeps.
+    pub(crate) fn kept(mut self) -> MatchedVars {
+        self.len = 0;
+        self.entries.truncate(KEEP_MATCHED);
+        self
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.entries[..self.len]
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_slice()))
+    }
+
+    pub(crate) fn last(&self) -> Option<(&str, &[u8])> {
+        let (name, value) = &self.entries[..self.len].last()?;
+        Some((name, value))
+    }
+
+    /// The buffers of one more entry, emptied.
+    fn next(&mut self) -> (&mut String, &mut Vec<u8>) {
+        if self.len == self.entries.len() {
+            self.entries.push(Default::default());
+        }
+        let (name, value) = &mut self.entries[self.len];
+        self.len += 1;
+        name.clear();
+        value.clear();
+        (name, value)
     }
 }
