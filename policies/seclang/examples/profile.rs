@@ -40,6 +40,7 @@ fn main() {
         "matches",
         "columns made",
         "prefilter lookups",
+        "automaton passes",
     ]
     .iter()
     .zip(work)

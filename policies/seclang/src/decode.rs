@@ -25,37 +25,43 @@ fn x2c(hi: u8, lo: u8) -> u8 {
     (hex_val(hi).unwrap_or(0) << 4) | hex_val(lo).unwrap_or(0)
 }
 
-/// `%XX` (and with `uni`, IIS's `%uXXXX`) decoded, `+` as a space.
+/// `%XX` (and with `uni`, IIS's `%uXXXX`) decoded, `+` as a space. The
+/// text between escapes is copied a run at a time (found with `memchr`),
+/// its `+` replaced in a loop the compiler vectorizes.
 pub fn url_decode_into(input: &[u8], uni: bool, out: &mut Vec<u8>) {
     out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
-        let b = input[i];
-        if b == b'%' {
-            if uni && matches!(input.get(i + 1), Some(b'u' | b'U')) {
-                if i + 5 < input.len() && input[i + 2..i + 6].iter().all(|&c| is_hex(c)) {
-                    let low = x2c(input[i + 4], input[i + 5]);
-                    let full_width =
-                        matches!(input[i + 2], b'f' | b'F') && matches!(input[i + 3], b'f' | b'F');
-                    out.push(if full_width && low > 0 && low < 0x5f {
-                        low + 0x20
-                    } else {
-                        low
-                    });
-                    i += 6;
+        let end = memchr::memchr(b'%', &input[i..]).map_or(input.len(), |k| i + k);
+        out.extend(
+            input[i..end]
+                .iter()
+                .map(|&b| if b == b'+' { b' ' } else { b }),
+        );
+        i = end;
+        if i == input.len() {
+            break;
+        }
+        if uni && matches!(input.get(i + 1), Some(b'u' | b'U')) {
+            if i + 5 < input.len() && input[i + 2..i + 6].iter().all(|&c| is_hex(c)) {
+                let low = x2c(input[i + 4], input[i + 5]);
+                let full_width =
+                    matches!(input[i + 2], b'f' | b'F') && matches!(input[i + 3], b'f' | b'F');
+                out.push(if full_width && low > 0 && low < 0x5f {
+                    low + 0x20
                 } else {
-                    out.extend_from_slice(&input[i..i + 2]);
-                    i += 2;
-                }
-            } else if i + 2 < input.len() && is_hex(input[i + 1]) && is_hex(input[i + 2]) {
-                out.push(x2c(input[i + 1], input[i + 2]));
-                i += 3;
+                    low
+                });
+                i += 6;
             } else {
-                out.push(b'%');
-                i += 1;
+                out.extend_from_slice(&input[i..i + 2]);
+                i += 2;
             }
+        } else if i + 2 < input.len() && is_hex(input[i + 1]) && is_hex(input[i + 2]) {
+            out.push(x2c(input[i + 1], input[i + 2]));
+            i += 3;
         } else {
-            out.push(if b == b'+' { b' ' } else { b });
+            out.push(b'%');
             i += 1;
         }
     }
@@ -66,15 +72,18 @@ pub fn url_decode_into(input: &[u8], uni: bool, out: &mut Vec<u8>) {
 pub fn uri_decode_into(input: &[u8], out: &mut Vec<u8>) {
     out.reserve(input.len());
     let mut i = 0;
-    while i < input.len() {
-        if input[i] == b'%' && i + 2 < input.len() && is_hex(input[i + 1]) && is_hex(input[i + 2]) {
+    while let Some(k) = memchr::memchr(b'%', &input[i..]) {
+        out.extend_from_slice(&input[i..i + k]);
+        i += k;
+        if i + 2 < input.len() && is_hex(input[i + 1]) && is_hex(input[i + 2]) {
             out.push(x2c(input[i + 1], input[i + 2]));
             i += 3;
         } else {
-            out.push(input[i]);
+            out.push(b'%');
             i += 1;
         }
     }
+    out.extend_from_slice(&input[i..]);
 }
 
 /// Numeric entities (decimal, hex) and `&quot; &amp; &lt; &gt; &nbsp;`.
@@ -745,5 +754,74 @@ mod tests {
         assert_eq!(url_decode(b"%4", false), b"%4");
         assert_eq!(url_decode(b"%u12", true), b"%u12");
         assert_eq!(uri_decode(b"a+b%20"), b"a+b ");
+    }
+
+    /// The run-at-a-time decoders give what decoding one byte at a time
+    /// gives, on random text dense in escapes, broken escapes, `%u`, `+`.
+    #[test]
+    fn url_decoding_by_runs_is_decoding_byte_by_byte() {
+        fn one_at_a_time(input: &[u8], uni: bool, plus: bool) -> Vec<u8> {
+            let hex = |from: usize, n: usize| {
+                input
+                    .get(from..from + n)
+                    .filter(|h| h.iter().all(|&c| is_hex(c)))
+                    .map(|h| {
+                        h.iter()
+                            .fold(0u32, |v, &c| v << 4 | hex_val(c).unwrap() as u32)
+                    })
+            };
+            let mut out = Vec::new();
+            let mut i = 0;
+            while let Some(&b) = input.get(i) {
+                let u = uni && b == b'%' && matches!(input.get(i + 1), Some(b'u' | b'U'));
+                i += match (u, hex(i + 2, 4), hex(i + 1, 2)) {
+                    (true, Some(v), _) => {
+                        let low = (v & 0xff) as u8;
+                        let wide = v >> 8 == 0xff && (1..0x5f).contains(&low);
+                        out.push(if wide { low + 0x20 } else { low });
+                        6
+                    }
+                    (true, None, _) => {
+                        out.extend_from_slice(&input[i..i + 2]);
+                        2
+                    }
+                    (false, _, Some(v)) if b == b'%' => {
+                        out.push(v as u8);
+                        3
+                    }
+                    _ => {
+                        out.push(if plus && b == b'+' { b' ' } else { b });
+                        1
+                    }
+                }
+            }
+            out
+        }
+        let mut next = 0x2545_f491_4f6c_dd1du64;
+        let alphabet = b"%%%++uUfF0a9Gz ";
+        for len in 0..60 {
+            for _ in 0..200 {
+                let input: Vec<u8> = (0..len)
+                    .map(|_| {
+                        next ^= next << 13;
+                        next ^= next >> 7;
+                        next ^= next << 17;
+                        alphabet[(next % alphabet.len() as u64) as usize]
+                    })
+                    .collect();
+                for uni in [false, true] {
+                    assert_eq!(
+                        url_decode(&input, uni),
+                        one_at_a_time(&input, uni, true),
+                        "{input:?}"
+                    );
+                }
+                assert_eq!(
+                    uri_decode(&input),
+                    one_at_a_time(&input, false, false),
+                    "{input:?}"
+                );
+            }
+        }
     }
 }

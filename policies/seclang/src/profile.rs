@@ -14,10 +14,12 @@ pub enum Work {
     Matched,
     Column,
     Lookup,
+    /// Values and bytes the prefilter's automaton went through.
+    Stepped,
 }
 
 thread_local! {
-    static WORK: RefCell<[(u64, u64); 5]> = const { RefCell::new([(0, 0); 5]) };
+    static WORK: RefCell<[(u64, u64); 6]> = const { RefCell::new([(0, 0); 6]) };
     static TIMES: RefCell<HashMap<u32, (u64, Duration)>> = RefCell::new(HashMap::new());
 }
 
@@ -70,6 +72,6 @@ pub fn count(w: Work, len: usize) {
 
 /// The work counted on this thread so far (calls, bytes), by kind; the
 /// count is emptied.
-pub fn take_work() -> [(u64, u64); 5] {
+pub fn take_work() -> [(u64, u64); 6] {
     WORK.with(|c| std::mem::take(&mut *c.borrow_mut()))
 }

@@ -20,7 +20,10 @@
 //! otherwise (CRS's DFA would take 42 MB of every instance for a few per
 //! cent), through which a short value is stepped, each byte lowercased as
 //! it is read, and a long one goes through the library's search loop in a
-//! lowercase copy.
+//! lowercase copy. A value reaches the automaton only from its first
+//! pair of bytes that some literal begins with (a table of byte pairs):
+//! no literal can begin before it, and a value with no such pair is not
+//! stepped through at all.
 
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
@@ -93,7 +96,65 @@ pub struct Prefilter {
     by_byte: Vec<u64>,
     /// Every byte some slot accepts.
     any_byte: ByteSet,
+    /// The pairs of bytes the automaton's literals begin with.
+    starts: Starts,
     slots: u32,
+}
+
+/// A set of byte pairs, bit `a << 8 | b`: the pairs the automaton's
+/// literals begin with, in either case of each byte. No literal begins
+/// in a value before its first such pair, so the automaton starts there,
+/// and a value with none (`aaaa…`, `v0001`) is not stepped through it at
+/// all. One lookup a byte that waits on nothing, where the automaton's
+/// step waits on the step before.
+#[derive(Debug, Clone)]
+struct Starts(Box<[u64; 1024]>);
+
+impl Default for Starts {
+    fn default() -> Starts {
+        Starts(Box::new([0; 1024]))
+    }
+}
+
+impl Starts {
+    fn of(literals: &[Vec<u8>]) -> Starts {
+        let mut set = Starts::default();
+        for lit in literals {
+            let [a, b, ..] = lit[..] else { continue };
+            for a in [a.to_ascii_lowercase(), a.to_ascii_uppercase()] {
+                for b in [b.to_ascii_lowercase(), b.to_ascii_uppercase()] {
+                    let k = usize::from(a) << 8 | usize::from(b);
+                    set.0[k >> 6] |= 1 << (k & 63);
+                }
+            }
+        }
+        set
+    }
+
+    #[inline(always)]
+    fn has(&self, a: u8, b: u8) -> bool {
+        let k = u16::from(a) << 8 | u16::from(b);
+        self.0[usize::from(k >> 6)] & (1 << (k & 63)) != 0
+    }
+
+    /// Where the first pair of `hay` in the set begins. Eight pairs are
+    /// looked up before one branch.
+    fn first(&self, hay: &[u8]) -> Option<usize> {
+        let pairs = hay.len().saturating_sub(1);
+        let mut at = 0;
+        while at + 8 <= pairs {
+            let w = &hay[at..at + 9];
+            let mut any = false;
+            for k in 0..8 {
+                any |= self.has(w[k], w[k + 1]);
+            }
+            if any {
+                break;
+            }
+            at += 8;
+        }
+        (at..pairs).find(|&i| self.has(hay[i], hay[i + 1]))
+    }
 }
 
 /// The set of bytes in `hay` (the slots' byte sets hold both cases of a
@@ -191,6 +252,7 @@ impl Prefilter {
         };
         Ok(Prefilter {
             automaton,
+            starts: Starts::of(&literals),
             slots_of,
             literals,
             byte_slots,
@@ -268,7 +330,12 @@ impl Prefilter {
                 }
             }
         }
-        if let Some(automaton) = self.automaton.as_ref().filter(|_| hay.len() >= 2) {
+        if let Some(automaton) = self.automaton.as_ref()
+            && let Some(from) = self.starts.first(hay)
+        {
+            let hay = &hay[from..];
+            #[cfg(feature = "profile")]
+            crate::profile::count(crate::profile::Work::Stepped, hay.len());
             seen.resize(self.slots_of.len().div_ceil(64), 0);
             let found = |id: usize, seen: &mut Vec<u64>, bits: &mut [u64]| {
                 let (w, b) = (id / 64, 1u64 << (id % 64));
@@ -451,7 +518,8 @@ mod tests {
     /// Short values (stepped through the automaton) and long ones (an
     /// NFA's search loop) open exactly the slots one of whose literals
     /// they hold, in either case, overlapping ones included, through a
-    /// DFA and an NFA.
+    /// DFA and an NFA; bytes no literal holds (`xyz`) make runs the scan
+    /// starts after, or values it skips.
     #[test]
     fn both_scans_find_every_literal_in_any_case() {
         let mut next = 0x0bad_5eed_1234_5678u64;
@@ -461,7 +529,7 @@ mod tests {
             next ^= next << 17;
             next % n
         };
-        let letters = b"abcAB";
+        let letters = b"abcABxyzxyzxyz";
         let needs: Vec<Vec<Vec<u8>>> = (0..90)
             .map(|_| {
                 (0..1 + rand(3))
@@ -476,7 +544,14 @@ mod tests {
         for p in [dfa, nfa] {
             for len in [2usize, 5, 20, SHORT - 1, SHORT, SHORT + 1, 200] {
                 for _ in 0..40 {
-                    let hay: Vec<u8> = (0..len).map(|_| letters[rand(5) as usize]).collect();
+                    // Runs of one kind: literal bytes or others.
+                    let mut hay = Vec::new();
+                    while hay.len() < len {
+                        let kind = rand(2) as usize * 5;
+                        let run = 1 + rand(len as u64) as usize;
+                        hay.extend((0..run).map(|_| letters[kind + rand(5) as usize]));
+                    }
+                    hay.truncate(len);
                     let lower = hay.to_ascii_lowercase();
                     let bits = p.scan(&hay);
                     for (slot, set) in needs.iter().enumerate() {
@@ -488,6 +563,25 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The first pair a literal begins with is found wherever it is in a
+    /// value, in either case, and only there.
+    #[test]
+    fn the_scan_starts_at_the_first_pair_a_literal_begins_with() {
+        let starts = Starts::of(&[b"ab".to_vec(), b"q".to_vec(), b"<sc".to_vec()]);
+        for len in [0usize, 1, 2, 8, 9, 10, 17, 40] {
+            for at in 0..len.saturating_sub(1) {
+                for pair in [b"ab", b"aB", b"Ab", b"<S"] {
+                    let mut hay = vec![b'z'; len];
+                    hay[at..at + 2].copy_from_slice(pair);
+                    assert_eq!(starts.first(&hay), Some(at), "{hay:?}");
+                }
+            }
+            assert_eq!(starts.first(&vec![b'q'; len]), None);
+            assert_eq!(starts.first(&b"ba".repeat(len)), (len > 1).then_some(1));
+            assert_eq!(starts.first(&b"bs<".repeat(len)), None);
         }
     }
 
