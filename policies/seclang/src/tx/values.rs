@@ -370,9 +370,15 @@ pub(crate) enum Found<'a> {
 /// Most entries [`MatchedVars`] keeps for the next transaction.
 const KEEP_MATCHED: usize = 64;
 
+/// Largest buffer (name or value) [`MatchedVars`] keeps for the next
+/// transaction: a matched body of a megabyte is not held after its
+/// request.
+const KEEP_MATCHED_BYTES: usize = 4096;
+
 /// The variables the rule being evaluated matched (`MATCHED_VARS`), as
 /// `VAR:key` names and values, in buffers kept from match to match and
-/// from request to request (up to [`KEEP_MATCHED`] of them): a match is
+/// from request to request (up to [`KEEP_MATCHED`] of them, none larger
+/// than [`KEEP_MATCHED_BYTES`]): a match is
 /// copied into them and allocates only when a rule matches more
 /// variables, or longer ones, than before.
 #[derive(Debug, Default)]
@@ -390,6 +396,14 @@ impl MatchedVars {
     pub(crate) fn kept(mut self) -> MatchedVars {
         self.len = 0;
         self.entries.truncate(KEEP_MATCHED);
+        for (name, value) in &mut self.entries {
+            if name.capacity() > KEEP_MATCHED_BYTES {
+                *name = String::new();
+            }
+            if value.capacity() > KEEP_MATCHED_BYTES {
+                *value = Vec::new();
+            }
+        }
         self
     }
 
@@ -414,5 +428,41 @@ impl MatchedVars {
         name.clear();
         value.clear();
         (name, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a transaction leaves for the next is bounded in entries and
+    /// in bytes, whatever its matches were, and starts empty.
+    #[test]
+    fn matched_vars_keep_a_bounded_amount_for_the_next_transaction() {
+        let mut m = MatchedVars::default();
+        for i in 0..200 {
+            let (name, value) = m.next();
+            name.push_str("ARGS:big");
+            value.resize(if i % 2 == 0 { 1 << 20 } else { 10 }, b'a');
+        }
+        assert_eq!(m.iter().count(), 200);
+        let m = m.kept();
+        assert_eq!(m.iter().count(), 0);
+        assert!(m.last().is_none());
+        assert_eq!(m.entries.len(), KEEP_MATCHED);
+        let held: usize = m
+            .entries
+            .iter()
+            .map(|(n, v)| n.capacity() + v.capacity())
+            .sum();
+        assert!(
+            held <= KEEP_MATCHED * 2 * KEEP_MATCHED_BYTES,
+            "{held} bytes kept"
+        );
+        assert!(
+            m.entries
+                .iter()
+                .all(|(_, v)| v.capacity() <= KEEP_MATCHED_BYTES)
+        );
     }
 }
