@@ -3,6 +3,7 @@
 //! feature); also the process to `perf record`.
 //!
 //! `cargo run --release --features profile --example profile -- [1k|64k|fields|attack|filler] [crs|baseline] [N]`
+//! (`PROFILE_ALL=1`: every rule evaluated, not the costliest 20)
 
 #[path = "../benches/workload.rs"]
 mod workload;
@@ -60,7 +61,12 @@ fn main() {
         runs / n as u64,
         total / n
     );
-    for (id, count, spent) in rules_run.iter().take(20) {
+    let shown = if std::env::var_os("PROFILE_ALL").is_some() {
+        rules_run.len()
+    } else {
+        20
+    };
+    for (id, count, spent) in rules_run.iter().take(shown) {
         println!(
             "  {id}: {:?} ({} evaluations)",
             *spent / n,

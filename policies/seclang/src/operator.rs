@@ -189,6 +189,25 @@ pub fn number_op(op: NumOp, input: &[u8], param: &[u8]) -> bool {
     }
 }
 
+/// `n` in decimal, appended to `out` (as `n.to_string()` writes it).
+pub(crate) fn write_decimal(n: i64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 /// The byte classes of which a value must hold one for `op` (not
 /// negated) to match it, when `op` says: a byte outside the allowed range
 /// (each such byte in a class), a `%` for a bad URL encoding, a byte past
@@ -357,6 +376,15 @@ mod tests {
         assert!(number_op(NumOp::Ge, b"10", b" 5"));
         assert!(number_op(NumOp::Eq, b"abc", b"0"));
         assert_eq!(atoi(b"-12x"), -12);
+    }
+
+    #[test]
+    fn decimals_are_written_as_to_string_writes_them() {
+        for n in [0i64, 7, -7, 10, 99, -100, 1234567, i64::MAX, i64::MIN] {
+            let mut out = b"x".to_vec();
+            write_decimal(n, &mut out);
+            assert_eq!(out, format!("x{n}").into_bytes());
+        }
     }
 
     #[test]

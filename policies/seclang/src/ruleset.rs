@@ -60,6 +60,21 @@ pub struct Rule {
     /// (`@validateByteRange 1-255` matches only a value with a NUL):
     /// values of none are not tested.
     pub classes: Option<crate::transform::Mask>,
+    /// Where this rule's [`Lane`]s start in the set's (one per target).
+    pub(crate) lanes: u32,
+}
+
+/// How a rule reads one of its targets, decided when the set is
+/// compiled, in one array for the whole set (read in rule order, apart
+/// from the targets themselves): whether the target is a whole
+/// arena-backed collection read through the phase's shared columns, and
+/// if so the index of its (collection, rule's transformation chain) pair
+/// among all the set's, by which a phase finds the pair's group without
+/// hashing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lane {
+    pub column: bool,
+    pub slot: u32,
 }
 
 /// One entry of a phase's rule list.
@@ -147,6 +162,10 @@ pub struct RuleSet {
     pub(crate) config: Config,
     pub(crate) chains: Vec<ChainDef>,
     pub(crate) prefilter: Prefilter,
+    /// Every rule's [`Lane`]s, rule after rule.
+    pub(crate) lanes: Vec<Lane>,
+    /// How many distinct (collection, chain) pairs the column lanes read.
+    pub(crate) lane_slots: u32,
     pub(crate) by_id: HashMap<u32, RuleIdx>,
     pub(crate) notices: Vec<String>,
 }
@@ -251,6 +270,11 @@ impl RuleSet {
 
     pub(crate) fn rule_at(&self, idx: RuleIdx) -> &Rule {
         &self.rules[idx as usize]
+    }
+
+    /// Rule `r`'s lanes, one per target.
+    pub(crate) fn lanes_of(&self, r: &Rule) -> &[Lane] {
+        &self.lanes[r.lanes as usize..][..r.targets.len()]
     }
 }
 

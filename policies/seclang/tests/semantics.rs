@@ -5,7 +5,8 @@
 //! whatever the prefilter grouped, `multiMatch` tests every stage that
 //! changed a value, the validating operators skip only values without
 //! the bytes they look for, `MATCHED_VARS` is the current rule's own in
-//! every transaction, and a rule file using something the engine
+//! every transaction, values copied out of changing variables (`TX`, a
+//! count) carry their own names, and a rule file using something the engine
 //! does not implement refuses to load with `file:line` and its name.
 
 use std::sync::Arc;
@@ -253,4 +254,36 @@ SecRule ARGS "@streq zz" "id:2,phase:2,pass,log,chain"
         assert_eq!(ids, want, "{uri}");
         scratch = tx.into_scratch();
     }
+}
+
+const CHANGING: &str = r#"SecRuleEngine On
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.alpha=first,setvar:tx.beta=Second"
+SecRule TX:/^(alpha|beta)$/ "@rx ^(?:first|second)$" "id:2,phase:1,pass,nolog,t:lowercase,setvar:'tx.seen=%{tx.seen}|%{MATCHED_VAR_NAME}=%{MATCHED_VAR}'"
+SecRule &TX:alpha "@eq 1" "id:3,phase:1,pass,nolog,setvar:'tx.count=%{MATCHED_VAR_NAME}=%{MATCHED_VAR}'"
+SecRule &ARGS "@eq 2" "id:4,phase:2,pass,nolog,setvar:'tx.args=%{MATCHED_VAR_NAME}=%{MATCHED_VAR}'"
+SecRule ARGS_COMBINED_SIZE "@gt 0" "id:5,phase:2,pass,nolog,setvar:'tx.size=%{MATCHED_VAR_NAME}=%{MATCHED_VAR}'"
+SecRule ARGS "@rx o" "id:6,phase:2,pass,nolog,chain"
+    SecRule MATCHED_VARS_NAMES "@rx ^ARGS:b$" "setvar:'tx.names=%{MATCHED_VAR_NAME}=%{MATCHED_VAR}'"
+SecRule TX:beta "!@rx ^first$" "id:7,phase:2,pass,nolog,setvar:'tx.key=%{MATCHED_VAR_NAME}=%{MATCHED_VAR}'"
+"#;
+
+/// Values copied out of variables that change while rules run (`TX`, a
+/// count, a number, `MATCHED_VARS_NAMES`) carry their own names and
+/// values into `MATCHED_VAR_NAME` and `MATCHED_VAR`, rule after rule.
+#[test]
+fn values_of_changing_variables_carry_their_names() {
+    let rules = Arc::new(RuleSet::from_text(CHANGING).unwrap_or_else(|e| panic!("{e}")));
+    let mut tx = Transaction::new(rules, Limits::default());
+    tx.connection("127.0.0.1", 40000, "127.0.0.1", 80);
+    tx.request_line("GET", "/?a=one&b=two", "HTTP/1.1");
+    tx.request_header(b"Host", b"localhost");
+    tx.process_request_headers();
+    tx.process_request_body();
+    let var = |k: &str| tx.var("tx", k).unwrap_or_else(|| panic!("tx.{k} unset"));
+    assert_eq!(var("seen"), "|TX:alpha=first|TX:beta=second");
+    assert_eq!(var("count"), "TX:alpha=1");
+    assert_eq!(var("args"), "ARGS=2");
+    assert_eq!(var("size"), "ARGS_COMBINED_SIZE=8");
+    assert_eq!(var("names"), "MATCHED_VARS_NAMES:ARGS:b=ARGS:b");
+    assert_eq!(var("key"), "TX:beta=Second");
 }

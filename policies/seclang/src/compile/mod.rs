@@ -15,7 +15,7 @@ use crate::error::{ErrorKind, LoadError, Location};
 use crate::model::{Actions, Disruptive, ParsedRule};
 use crate::operator::{self, OpKind, Param, StrOp};
 use crate::parse::{self, actions, lexer, targets};
-use crate::ruleset::{ChainDef, ChainId, Config, LimitAction, Rule, RuleIdx, RuleSet, Step};
+use crate::ruleset::{ChainDef, ChainId, Config, Lane, LimitAction, Rule, RuleIdx, RuleSet, Step};
 use crate::transform::Transform;
 
 /// What `SecDefaultAction` sets for the rules of one phase that follow.
@@ -338,6 +338,7 @@ impl<'f> Loader<'f> {
             link,
             prefilter: None,
             classes: None,
+            lanes: 0,
         };
         if a.chain {
             self.open_chain = Some(idx);
@@ -367,6 +368,7 @@ impl Loader<'_> {
         self.check_markers()?;
         let chains = self.intern_chains();
         let prefilter = self.build_prefilter()?;
+        let (lanes, lane_slots) = lanes(&mut self.rules);
         let skip_to = std::array::from_fn(|phase| skip_targets(&self.phases[phase], &self.rules));
         Ok(RuleSet {
             rules: self.rules,
@@ -375,6 +377,8 @@ impl Loader<'_> {
             config: self.config,
             chains,
             prefilter,
+            lanes,
+            lane_slots,
             by_id: self.by_id,
             notices: self.notices,
         })
@@ -623,4 +627,32 @@ fn limit_action(v: &str) -> Result<LimitAction, String> {
         "processpartial" => Ok(LimitAction::ProcessPartial),
         _ => Err(format!("`{v}`: expected Reject or ProcessPartial")),
     }
+}
+
+/// Every rule's lanes (see [`Lane`]), and how many (collection, chain)
+/// pairs the column lanes read.
+fn lanes(rules: &mut [Rule]) -> (Vec<Lane>, u32) {
+    let mut lanes = Vec::new();
+    let mut slots: HashMap<(crate::vars::Var, bool, ChainId), u32> = HashMap::new();
+    for r in rules {
+        r.lanes = lanes.len() as u32;
+        for t in &r.targets {
+            let column = !t.count
+                && !matches!(t.selector, crate::model::Selector::Key(_))
+                && crate::tx::arena_backed(t.var);
+            let key = (
+                t.var,
+                matches!(t.selector, crate::model::Selector::XmlAttributes),
+                r.chain,
+            );
+            let next = slots.len() as u32;
+            let slot = if column {
+                *slots.entry(key).or_insert(next)
+            } else {
+                u32::MAX
+            };
+            lanes.push(Lane { column, slot });
+        }
+    }
+    (lanes, slots.len() as u32)
 }

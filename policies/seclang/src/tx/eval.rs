@@ -39,7 +39,7 @@ impl Transaction {
             return;
         }
         let started = Instant::now();
-        self.shared.clear();
+        self.shared.clear(self.rules.lane_slots);
         let rules = self.rules.clone();
         let steps = &rules.phases[phase as usize];
         let (mut i, mut n) = (0usize, 0u32);
@@ -118,27 +118,19 @@ impl Transaction {
     fn match_targets(&mut self, rules: &RuleSet, r: &Rule) -> bool {
         let mut any = false;
         let mut vals = std::mem::take(&mut self.vals);
-        for t in &r.targets {
-            if self.by_column(t) {
-                any |= self.match_column(rules, r, t);
+        for (t, lane) in r.targets.iter().zip(rules.lanes_of(r)) {
+            if lane.column {
+                any |= self.match_column(rules, r, t, lane.slot);
                 continue;
             }
             vals.clear();
             self.values(r, t, &mut vals);
-            for v in vals.drain(..) {
-                any |= self.match_value(rules, r, v);
+            for &v in &vals.list {
+                any |= self.match_value(rules, r, v, &vals.bytes);
             }
         }
         self.vals = vals;
         any
-    }
-
-    /// Whether a target reads a whole arena-backed collection (so its
-    /// values come from the phase's shared columns).
-    fn by_column(&self, t: &Target) -> bool {
-        !t.count
-            && !matches!(t.selector, Selector::Key(_))
-            && self.view(t.var, &t.selector).is_some()
     }
 
     /// Tests a rule on a whole collection through the shared columns:
@@ -146,7 +138,7 @@ impl Transaction {
     /// every stage that changed a value under `multiMatch`. Values are
     /// tested in collection order (and a value's stages in chain order),
     /// as one value at a time would be.
-    fn match_column(&mut self, rules: &RuleSet, r: &Rule, t: &Target) -> bool {
+    fn match_column(&mut self, rules: &RuleSet, r: &Rule, t: &Target, slot: u32) -> bool {
         let single = [r.chain];
         let stages: &[ChainId] = if r.multi_match {
             &rules.chains[r.chain as usize].path
@@ -157,9 +149,13 @@ impl Transaction {
         candidates.clear();
         let mut previous = None;
         for (stage, &chain) in stages.iter().enumerate() {
-            let screened = r.prefilter.map(|slot| {
-                let g = self.group(rules, t.var, &t.selector, chain);
-                (slot, g)
+            let screened = r.prefilter.map(|screen| {
+                let g = if chain == r.chain {
+                    self.group_by_slot(rules, slot, t, chain)
+                } else {
+                    self.group(rules, t.var, &t.selector, chain)
+                };
+                (screen, g)
             });
             let (at, len) = match screened {
                 Some((_, g)) => (g.column, g.len),
@@ -208,7 +204,7 @@ impl Transaction {
                     (Var::Xml, _) => Key::Static("/*"),
                     _ => Key::Arena(entry.key),
                 };
-                self.note_match(t.var, &key, Found::Arena(tv));
+                self.note_match(t.var, key, Found::Arena(tv), &[]);
                 self.on_match(r, true, caps);
                 any = true;
             }
@@ -292,10 +288,13 @@ impl Transaction {
         out.truncate(kept);
     }
 
-    /// Tests one value of a target.
-    fn match_value(&mut self, rules: &RuleSet, r: &Rule, v: Val) -> bool {
+    /// Tests one value of a target (`held`: the bytes of the [`Vals`]
+    /// it was read into).
+    ///
+    /// [`Vals`]: super::values::Vals
+    fn match_value(&mut self, rules: &RuleSet, r: &Rule, v: Val, held: &[u8]) -> bool {
         if r.multi_match {
-            return self.match_multi(rules, r, v);
+            return self.match_multi(rules, r, v, held);
         }
         match v.data {
             Data::Arena(s, mask) => {
@@ -310,16 +309,16 @@ impl Transaction {
                 let Some(caps) = self.test(r, self.arena.get(tv)) else {
                     return false;
                 };
-                self.note_match(v.var, &v.key, Found::Arena(tv));
+                self.note_match(v.var, v.key, Found::Arena(tv), held);
                 self.on_match(r, true, caps);
                 true
             }
-            Data::Owned(b) => {
-                let input = transform_owned(rules, r.chain, b);
+            Data::Held(span) => {
+                let input = transform_slice(rules, r.chain, span.of(held));
                 let Some(caps) = self.test(r, &input) else {
                     return false;
                 };
-                self.note_match(v.var, &v.key, Found::Bytes(&input));
+                self.note_match(v.var, v.key, Found::Bytes(&input), held);
                 self.on_match(r, true, caps);
                 true
             }
@@ -328,7 +327,7 @@ impl Transaction {
 
     /// `multiMatch`: the operator runs on the value before and after every
     /// transformation that changed it.
-    fn match_multi(&mut self, rules: &RuleSet, r: &Rule, v: Val) -> bool {
+    fn match_multi(&mut self, rules: &RuleSet, r: &Rule, v: Val, held: &[u8]) -> bool {
         let mut any = false;
         match v.data {
             Data::Arena(s, mask) => {
@@ -356,14 +355,14 @@ impl Transaction {
                         continue;
                     }
                     if let Some(caps) = self.test(r, self.arena.get(stage)) {
-                        self.note_match(v.var, &v.key, Found::Arena(stage));
+                        self.note_match(v.var, v.key, Found::Arena(stage), held);
                         self.on_match(r, true, caps);
                         any = true;
                     }
                 }
             }
-            Data::Owned(b) => {
-                let mut cur = b;
+            Data::Held(span) => {
+                let mut cur = span.of(held).to_vec();
                 let mut stages = vec![cur.clone()];
                 for step in &rules.chains[r.chain as usize].steps {
                     if let Some(next) = step.apply(&cur) {
@@ -373,7 +372,7 @@ impl Transaction {
                 }
                 for stage in stages {
                     if let Some(caps) = self.test(r, &stage) {
-                        self.note_match(v.var, &v.key, Found::Bytes(&stage));
+                        self.note_match(v.var, v.key, Found::Bytes(&stage), held);
                         self.on_match(r, true, caps);
                         any = true;
                     }
@@ -506,7 +505,7 @@ impl Transaction {
                     cur.saturating_sub(delta)
                 };
                 value.clear();
-                write_decimal(n, &mut value);
+                operator::write_decimal(n, &mut value);
                 self.vars
                     .entry(sv.collection)
                     .or_default()
@@ -561,7 +560,8 @@ impl Transaction {
 
     fn rule_removed(&self, r: &Rule) -> bool {
         self.removed_ids.iter().any(|ids| ids.contains(r.id))
-            || r.tags.iter().any(|t| self.removed_tags.contains(t))
+            || (!self.removed_tags.is_empty()
+                && r.tags.iter().any(|t| self.removed_tags.contains(t)))
             || (!self.removed_msgs.is_empty()
                 && r.msg
                     .as_ref()
@@ -667,43 +667,18 @@ fn regex_test(
     }
 }
 
-/// An owned value through a transformation chain.
-fn transform_owned(rules: &RuleSet, chain: ChainId, mut value: Vec<u8>) -> Vec<u8> {
+/// A value through a transformation chain: borrowed when no step
+/// changed it.
+fn transform_slice<'a>(
+    rules: &RuleSet,
+    chain: ChainId,
+    value: &'a [u8],
+) -> std::borrow::Cow<'a, [u8]> {
+    let mut value = std::borrow::Cow::Borrowed(value);
     for step in &rules.chains[chain as usize].steps {
         if let Some(next) = step.apply(&value) {
-            value = next;
+            value = std::borrow::Cow::Owned(next);
         }
     }
     value
-}
-
-/// `n` in decimal, appended to `out` (as `n.to_string()` writes it).
-fn write_decimal(n: i64, out: &mut Vec<u8>) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut m = n.unsigned_abs();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn decimals_are_written_as_to_string_writes_them() {
-        for n in [0i64, 7, -7, 10, 99, -100, 1234567, i64::MAX, i64::MIN] {
-            let mut out = b"x".to_vec();
-            super::write_decimal(n, &mut out);
-            assert_eq!(out, format!("x{n}").into_bytes());
-        }
-    }
 }

@@ -4,6 +4,7 @@
 //! nothing, as in ModSecurity.
 
 use super::Transaction;
+use super::values::Data;
 use crate::model::{Macro, Part, Selector};
 use crate::vars::Var;
 
@@ -44,8 +45,9 @@ impl Transaction {
             return;
         }
         if !var.is_collection() {
-            if let Some(d) = self.single(var) {
-                out.extend_from_slice(self.bytes(&d));
+            // A held value is appended to `out` itself.
+            if let Some(Data::Arena(s, _)) = self.single(var, out) {
+                out.extend_from_slice(self.arena.get(s));
             }
             return;
         }

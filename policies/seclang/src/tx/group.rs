@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap;
 
 use super::Transaction;
 use super::store::Str;
-use crate::model::Selector;
+use crate::model::{Selector, Target};
 use crate::ruleset::{ChainId, RuleSet};
 use crate::transform::{M_ALWAYS, Mask, Transform, byte_mask};
 use crate::vars::Var;
@@ -103,12 +103,17 @@ pub(crate) struct Shared {
     groups: FxHashMap<(u32, u32), GroupAt>,
     /// The same groups by collection and chain.
     group_of: FxHashMap<(Var, u8, ChainId), GroupAt>,
+    /// The same groups by lane slot (`RuleSet::lanes`), found without
+    /// hashing: what most rules ask for.
+    by_slot: Vec<Option<GroupAt>>,
 }
 
 impl Shared {
     /// Forgets everything (the collections may have grown); keeps the
     /// buffers' memory.
-    pub fn clear(&mut self) {
+    pub fn clear(&mut self, slots: u32) {
+        self.by_slot.clear();
+        self.by_slot.resize(slots as usize, None);
         self.out.clear();
         self.cells.clear();
         self.cell_masks.clear();
@@ -162,6 +167,24 @@ fn kind_of(sel: &Selector) -> u8 {
 }
 
 impl Transaction {
+    /// [`Transaction::group`] of a rule's column lane `slot` (its target
+    /// `t` through the rule's own chain), by slot: `t` is read only the
+    /// first time in a phase.
+    pub(crate) fn group_by_slot(
+        &mut self,
+        rules: &RuleSet,
+        slot: u32,
+        t: &Target,
+        chain: ChainId,
+    ) -> GroupAt {
+        if let Some(g) = self.shared.by_slot[slot as usize] {
+            return g;
+        }
+        let g = self.group(rules, t.var, &t.selector, chain);
+        self.shared.by_slot[slot as usize] = Some(g);
+        g
+    }
+
     /// The values of a whole collection through `chain` that can match
     /// some prefiltered rule, computed once per phase.
     pub(crate) fn group(

@@ -12,6 +12,8 @@ mod request;
 pub(crate) mod store;
 mod values;
 
+pub(crate) use values::arena_backed;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -236,7 +238,7 @@ pub struct Transaction {
     /// Scratch space: the (entry, stage, value) a rule tests.
     pub(crate) candidates: Vec<(u32, u32, Str)>,
     /// Scratch space: the values of a target read one at a time.
-    pub(crate) vals: Vec<values::Val>,
+    pub(crate) vals: values::Vals,
     /// Scratch space: a `setvar`'s expanded key and value.
     pub(crate) setvar_bufs: (Vec<u8>, Vec<u8>),
     /// Scratch space: an operator's parameter, expanded.
@@ -320,7 +322,7 @@ impl Transaction {
         scanned_bytes.clear();
         scanned_long.clear();
         verdicts.clear();
-        shared.clear();
+        shared.clear(0);
         let config = rules.config().clone();
         let mut arena = Arena::reusing(arena);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -382,7 +384,7 @@ impl Transaction {
             seen: emptied(seen),
             shared,
             candidates: emptied(candidates),
-            vals: Vec::new(),
+            vals: values::Vals::default(),
             setvar_bufs: Default::default(),
             param_buf: Default::default(),
             intervention: None,
@@ -404,7 +406,7 @@ impl Transaction {
         self.scanned_bytes.clear();
         self.scanned_long.clear();
         self.verdicts.clear();
-        self.shared.clear();
+        self.shared.clear(0);
         for v in self.vars.values_mut() {
             v.unset_all();
         }

@@ -11,24 +11,94 @@ use crate::ruleset::Rule;
 use crate::transform::{Mask, byte_mask};
 use crate::vars::Var;
 
-/// A value's bytes: in the arena (with its byte classes), or owned.
+/// A value's bytes: in the arena (with its byte classes), or copied
+/// into the bytes of the [`Vals`] it was read into.
+#[derive(Clone, Copy)]
 pub(crate) enum Data {
     Arena(Str, Mask),
-    Owned(Vec<u8>),
+    Held(Span),
 }
 
 /// The key a value has within its variable (for `MATCHED_VAR_NAME`).
+#[derive(Clone, Copy)]
 pub(crate) enum Key {
     None,
     Arena(Str),
-    Owned(Vec<u8>),
+    Held(Span),
     Static(&'static str),
 }
 
+/// A request-wide variable's value before it is held.
+enum One<'a> {
+    Arena(Str),
+    Bytes(&'a [u8]),
+    Num(usize),
+    /// `STATUS_LINE`: the protocol, a space, the status.
+    Line(Str, Str),
+}
+
+/// Bytes copied into a [`Vals`] buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Span {
+    at: u32,
+    len: u32,
+}
+
+#[derive(Clone, Copy)]
 pub(crate) struct Val {
     pub var: Var,
     pub key: Key,
     pub data: Data,
+}
+
+/// The values a target read: those in the arena by position, and the
+/// bytes of those copied out of variables that change while rules run
+/// (`TX`, `MATCHED_VARS`, a count), in one buffer the transaction keeps
+/// from rule to rule, so reading them allocates nothing once it has
+/// grown.
+#[derive(Default)]
+pub(crate) struct Vals {
+    pub list: Vec<Val>,
+    pub bytes: Vec<u8>,
+}
+
+impl Vals {
+    pub(crate) fn clear(&mut self) {
+        self.list.clear();
+        self.bytes.clear();
+    }
+
+    /// `b`, copied.
+    pub(crate) fn hold(&mut self, b: &[u8]) -> Span {
+        hold(&mut self.bytes, b)
+    }
+}
+
+/// `b` appended to `bytes`: where.
+pub(crate) fn hold(bytes: &mut Vec<u8>, b: &[u8]) -> Span {
+    let at = bytes.len() as u32;
+    bytes.extend_from_slice(b);
+    Span {
+        at,
+        len: b.len() as u32,
+    }
+}
+
+/// `n` in decimal appended to `bytes`: where.
+fn hold_decimal(bytes: &mut Vec<u8>, n: i64) -> Span {
+    let at = bytes.len() as u32;
+    crate::operator::write_decimal(n, bytes);
+    Span {
+        at,
+        len: bytes.len() as u32 - at,
+    }
+}
+
+impl Span {
+    /// These bytes of `held`.
+    pub(crate) fn of(self, held: &[u8]) -> &[u8] {
+        &held[self.at as usize..(self.at + self.len) as usize]
+    }
 }
 
 /// An arena-backed collection as seen by a variable: up to two entry
@@ -51,6 +121,31 @@ impl View<'_> {
             &self.lists[1][i - self.lists[0].len()]
         }
     }
+}
+
+/// Whether `var` is an arena-backed collection (one [`Transaction::view`]
+/// serves), whatever the transaction.
+pub(crate) fn arena_backed(var: Var) -> bool {
+    matches!(
+        var,
+        Var::Args
+            | Var::ArgsNames
+            | Var::ArgsGet
+            | Var::ArgsGetNames
+            | Var::ArgsPost
+            | Var::ArgsPostNames
+            | Var::RequestHeaders
+            | Var::RequestHeadersNames
+            | Var::RequestCookies
+            | Var::RequestCookiesNames
+            | Var::ResponseHeaders
+            | Var::ResponseHeadersNames
+            | Var::Files
+            | Var::FilesNames
+            | Var::FilesSizes
+            | Var::MultipartPartHeaders
+            | Var::Xml
+    )
 }
 
 impl Transaction {
@@ -105,8 +200,8 @@ impl Transaction {
     }
 
     /// The values `target` reads for rule `r`, appended to `out`.
-    pub(crate) fn values(&self, r: &Rule, t: &Target, out: &mut Vec<Val>) {
-        let start = out.len();
+    pub(crate) fn values(&self, r: &Rule, t: &Target, out: &mut Vals) {
+        let start = out.list.len();
         if let Some(view) = self.view(t.var, &t.selector) {
             let xml_key = (t.var == Var::Xml).then_some(match t.selector {
                 Selector::XmlAttributes => "//@*",
@@ -126,7 +221,7 @@ impl Transaction {
                     Some(s) => Key::Static(s),
                     None => Key::Arena(e.key),
                 };
-                out.push(Val {
+                out.list.push(Val {
                     var: t.var,
                     key,
                     data,
@@ -134,34 +229,38 @@ impl Transaction {
             }
         } else if t.var.is_collection() {
             self.dynamic_values(r, t, out);
-        } else if let Some(v) = self.single(t.var) {
-            out.push(Val {
+        } else if let Some(v) = self.single(t.var, &mut out.bytes) {
+            out.list.push(Val {
                 var: t.var,
                 key: Key::None,
                 data: v,
             });
         }
         if t.count {
-            let n = out.len() - start;
-            out.truncate(start);
-            out.push(Val {
+            let n = out.list.len() - start;
+            out.list.truncate(start);
+            let key = match &t.selector {
+                Selector::Key(k) => Key::Held(out.hold(k.as_bytes())),
+                _ => Key::None,
+            };
+            let data = Data::Held(hold_decimal(&mut out.bytes, n as i64));
+            out.list.push(Val {
                 var: t.var,
-                key: match &t.selector {
-                    Selector::Key(k) => Key::Owned(k.as_bytes().to_vec()),
-                    _ => Key::None,
-                },
-                data: Data::Owned(n.to_string().into_bytes()),
+                key,
+                data,
             });
         }
     }
 
-    fn dynamic_values(&self, r: &Rule, t: &Target, out: &mut Vec<Val>) {
+    fn dynamic_values(&self, r: &Rule, t: &Target, out: &mut Vals) {
         let mut push = |key: &[u8], value: &[u8]| {
             if t.selector.selects(key) && !self.excluded(r, t.var, key) {
-                out.push(Val {
+                let key = Key::Held(out.hold(key));
+                let data = Data::Held(out.hold(value));
+                out.list.push(Val {
                     var: t.var,
-                    key: Key::Owned(key.to_vec()),
-                    data: Data::Owned(value.to_vec()),
+                    key,
+                    data,
                 });
             }
         };
@@ -201,11 +300,9 @@ impl Transaction {
                     if let Some(v) = self.vars.get(&var).and_then(|c| c.get(k.as_bytes()))
                         && !self.excluded(r, var, k.as_bytes())
                     {
-                        out.push(Val {
-                            var,
-                            key: Key::Owned(k.as_bytes().to_vec()),
-                            data: Data::Owned(v.to_vec()),
-                        });
+                        let key = Key::Held(out.hold(k.as_bytes()));
+                        let data = Data::Held(out.hold(v));
+                        out.list.push(Val { var, key, data });
                     }
                     return;
                 }
@@ -231,13 +328,32 @@ impl Transaction {
             .or_insert_with(|| byte_mask(self.arena.get(x)))
     }
 
-    /// A request-wide variable's value.
-    pub(crate) fn single(&self, var: Var) -> Option<Data> {
+    /// A request-wide variable's value: in the arena, or appended to
+    /// `held` (a number, a flag, a value the engine keeps elsewhere).
+    pub(crate) fn single(&self, var: Var, held: &mut Vec<u8>) -> Option<Data> {
+        Some(match self.single_of(var)? {
+            One::Arena(x) => Data::Arena(x, self.mask_of(x)),
+            One::Bytes(b) => Data::Held(hold(held, b)),
+            One::Num(n) => Data::Held(hold_decimal(held, n as i64)),
+            One::Line(protocol, status) => {
+                let at = held.len();
+                held.extend_from_slice(self.arena.get(protocol));
+                held.push(b' ');
+                held.extend_from_slice(self.arena.get(status));
+                Data::Held(Span {
+                    at: at as u32,
+                    len: (held.len() - at) as u32,
+                })
+            }
+        })
+    }
+
+    fn single_of(&self, var: Var) -> Option<One<'_>> {
         let s = &self.s;
-        let arena = |x: Str| Data::Arena(x, self.mask_of(x));
-        let owned = |b: &[u8]| Data::Owned(b.to_vec());
-        let flag = |b: bool| Data::Owned(if b { b"1".to_vec() } else { b"0".to_vec() });
-        let num = |n: usize| Data::Owned(n.to_string().into_bytes());
+        let arena = One::Arena;
+        let owned = One::Bytes;
+        let flag = |b: bool| One::Bytes(if b { b"1" } else { b"0" });
+        let num = One::Num;
         let mp = &self.multipart;
         Some(match var {
             Var::RequestMethod => arena(s.method),
@@ -262,12 +378,7 @@ impl Transaction {
             Var::ResponseContentType => arena(s.response_content_type),
             Var::ResponseBody => arena(s.response_body),
             Var::ResponseContentLength => num(s.response_body_len),
-            Var::StatusLine => {
-                let mut line = self.arena.get(s.response_protocol).to_vec();
-                line.push(b' ');
-                line.extend_from_slice(self.arena.get(s.status));
-                Data::Owned(line)
-            }
+            Var::StatusLine => One::Line(s.response_protocol, s.status),
             Var::FullRequestLength => {
                 let headers: usize = self
                     .req_headers
@@ -326,20 +437,12 @@ impl Transaction {
         })
     }
 
-    /// A value's bytes.
-    pub(crate) fn bytes<'a>(&'a self, d: &'a Data) -> &'a [u8] {
-        match d {
-            Data::Arena(s, _) => self.arena.get(*s),
-            Data::Owned(v) => v,
-        }
-    }
-
     /// Adds `var:key` with `value` to the variables the rule being
     /// evaluated matched (`VAR` or `VAR:key`, as `MATCHED_VAR_NAME` shows
-    /// it).
-    pub(crate) fn note_match(&mut self, var: Var, key: &Key, value: Found<'_>) {
+    /// it); `held`: the bytes of the [`Vals`] a held key is in.
+    pub(crate) fn note_match(&mut self, var: Var, key: Key, value: Found<'_>, held: &[u8]) {
         let (name, bytes) = self.matched_vars.next();
-        write_name(name, var, key, &self.arena);
+        write_name(name, var, key, &self.arena, held);
         bytes.extend_from_slice(match value {
             Found::Arena(s) => self.arena.get(s),
             Found::Bytes(b) => b,
@@ -349,16 +452,19 @@ impl Transaction {
 
 /// `VAR:key` (or `VAR` without a key), the key's bytes as UTF-8 with
 /// replacement characters, appended to `name`.
-fn write_name(name: &mut String, var: Var, key: &Key, arena: &Arena) {
+fn write_name(name: &mut String, var: Var, key: Key, arena: &Arena, held: &[u8]) {
     name.push_str(var.name());
     let key: &[u8] = match key {
         Key::None => return,
-        Key::Arena(s) => arena.get(*s),
-        Key::Owned(v) => v,
+        Key::Arena(s) => arena.get(s),
+        Key::Held(span) => span.of(held),
         Key::Static(s) => s.as_bytes(),
     };
     name.push(':');
-    name.push_str(&String::from_utf8_lossy(key));
+    match std::str::from_utf8(key) {
+        Ok(key) => name.push_str(key),
+        Err(_) => name.push_str(&String::from_utf8_lossy(key)),
+    }
 }
 
 /// A matched value: in the arena, or bytes of the caller's.
@@ -434,6 +540,19 @@ impl MatchedVars {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The compiler's list of arena-backed variables is the one a
+    /// transaction serves views of.
+    #[test]
+    fn arena_backed_is_what_view_serves() {
+        let rules = std::sync::Arc::new(crate::RuleSet::from_text("").unwrap());
+        let tx = Transaction::new(rules, crate::Limits::default());
+        for &var in Var::ALL {
+            for sel in [Selector::All, Selector::XmlAttributes] {
+                assert_eq!(arena_backed(var), tx.view(var, &sel).is_some(), "{var:?}");
+            }
+        }
+    }
 
     /// What a transaction leaves for the next is bounded in entries and
     /// in bytes, whatever its matches were, and starts empty.
