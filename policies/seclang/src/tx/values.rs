@@ -75,7 +75,7 @@ impl Vals {
 }
 
 /// `b` appended to `bytes`: where.
-pub(crate) fn hold(bytes: &mut Vec<u8>, b: &[u8]) -> Span {
+fn hold(bytes: &mut Vec<u8>, b: &[u8]) -> Span {
     let at = bytes.len() as u32;
     bytes.extend_from_slice(b);
     Span {
