@@ -66,15 +66,14 @@ pub struct Rule {
 
 /// How a rule reads one of its targets, decided when the set is
 /// compiled, in one array for the whole set (read in rule order, apart
-/// from the targets themselves): whether the target is a whole
-/// arena-backed collection read through the phase's shared columns, and
-/// if so the index of its (collection, rule's transformation chain) pair
-/// among all the set's, by which a phase finds the pair's group without
-/// hashing.
+/// from the targets themselves).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lane {
-    pub column: bool,
-    pub slot: u32,
+    /// When the target is a whole arena-backed collection read through
+    /// the phase's shared columns: the index of its (collection, rule's
+    /// transformation chain) pair among all the set's, by which a phase
+    /// finds the pair's group without hashing.
+    pub column: Option<u32>,
 }
 
 /// One entry of a phase's rule list.

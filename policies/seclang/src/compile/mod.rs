@@ -646,12 +646,9 @@ fn lanes(rules: &mut [Rule]) -> (Vec<Lane>, u32) {
                 r.chain,
             );
             let next = slots.len() as u32;
-            let slot = if column {
-                *slots.entry(key).or_insert(next)
-            } else {
-                u32::MAX
-            };
-            lanes.push(Lane { column, slot });
+            lanes.push(Lane {
+                column: column.then(|| *slots.entry(key).or_insert(next)),
+            });
         }
     }
     (lanes, slots.len() as u32)

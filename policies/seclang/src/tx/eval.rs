@@ -119,8 +119,8 @@ impl Transaction {
         let mut any = false;
         let mut vals = std::mem::take(&mut self.vals);
         for (t, lane) in r.targets.iter().zip(rules.lanes_of(r)) {
-            if lane.column {
-                any |= self.match_column(rules, r, t, lane.slot);
+            if let Some(slot) = lane.column {
+                any |= self.match_column(rules, r, t, slot);
                 continue;
             }
             vals.clear();
