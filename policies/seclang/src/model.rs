@@ -40,6 +40,65 @@ impl Macro {
     }
 }
 
+/// A `VAR:/regex/` key pattern (ASCII case-insensitive). Most are a
+/// word, anchored or not (`TX:/^header_name_920450_/`,
+/// `TX:/paramcounter_.*/`): those are compared as text, without the
+/// regex engine, over every key of the collection.
+#[derive(Debug)]
+pub struct KeyRegex {
+    /// The pattern as written between the slashes.
+    pub source: String,
+    re: regex::bytes::Regex,
+    /// The word the pattern is, and whether it is anchored at the start.
+    word: Option<(Vec<u8>, bool)>,
+}
+
+impl KeyRegex {
+    /// `source` compiled as ModSecurity does a key pattern: without case.
+    pub fn new(source: &str) -> Result<KeyRegex, String> {
+        let re = crate::operator::regex(&format!("(?i){source}"))?;
+        Ok(KeyRegex {
+            source: source.to_string(),
+            re,
+            word: key_word(source),
+        })
+    }
+
+    pub fn is_match(&self, key: &[u8]) -> bool {
+        match &self.word {
+            Some((w, true)) => key.len() >= w.len() && key[..w.len()].eq_ignore_ascii_case(w),
+            Some((w, false)) => {
+                w.is_empty() || key.windows(w.len()).any(|k| k.eq_ignore_ascii_case(w))
+            }
+            None => self.re.is_match(key),
+        }
+    }
+}
+
+/// The word a key pattern is, if it is one: `^`, then letters, digits,
+/// `_` and `-`, then nothing, `.*`, or one of those characters with `*`
+/// (which may match nothing, so the word without it matches the same
+/// keys). The regex is ASCII-only (`unicode(false)`), so its `(?i)` is
+/// ASCII case-folding, as `eq_ignore_ascii_case` is.
+fn key_word(source: &str) -> Option<(Vec<u8>, bool)> {
+    let (anchored, rest) = match source.strip_prefix('^') {
+        Some(r) => (true, r),
+        None => (false, source),
+    };
+    let plain = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+    let mut word = rest.as_bytes();
+    if let Some(w) = word.strip_suffix(b".*") {
+        word = w;
+    } else if let [w @ .., last, b'*'] = word
+        && plain(*last)
+    {
+        word = w;
+    }
+    word.iter()
+        .all(|&c| plain(c))
+        .then(|| (word.to_vec(), anchored))
+}
+
 /// Which values of a variable a target reads.
 #[derive(Debug, Clone)]
 pub enum Selector {
@@ -48,7 +107,7 @@ pub enum Selector {
     /// The values under one key (compared without case).
     Key(String),
     /// The values whose key matches (compared without case).
-    Regex(Arc<regex::bytes::Regex>),
+    Regex(Arc<KeyRegex>),
     /// `XML:/*`: the text of every element.
     XmlText,
     /// `XML://@*`: the value of every attribute.
@@ -69,7 +128,7 @@ impl Selector {
         match self {
             Selector::All => String::new(),
             Selector::Key(k) => k.clone(),
-            Selector::Regex(re) => format!("/{}/", re.as_str()),
+            Selector::Regex(re) => format!("/{}/", re.source),
             Selector::XmlText => "/*".into(),
             Selector::XmlAttributes => "//@*".into(),
         }
@@ -241,4 +300,43 @@ pub struct ParsedRule {
     pub exclusions: Vec<Exclusion>,
     pub operator: Operator,
     pub actions: Actions,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeyRegex;
+
+    /// A key pattern that is a word selects the keys its regex selects.
+    #[test]
+    fn key_words_select_what_their_regex_selects() {
+        let keys: &[&[u8]] = &[
+            b"header_name_920450_host",
+            b"HEADER_NAME_920450_X",
+            b"header_name_920450",
+            b"x_header_name_920450_y",
+            b"paramcounter_",
+            b"my_paramcounter_7",
+            b"multipart_headers_content_types",
+            b"MULTIPART_HEADERS_CONTENT_TYPES_x",
+            b"",
+            b"\xe9header_name_920450_",
+        ];
+        for (source, word) in [
+            ("^header_name_920450_", true),
+            ("paramcounter_.*", true),
+            ("MULTIPART_HEADERS_CONTENT_TYPES_*", true),
+            ("^paramcounter_.*", true),
+            ("", true),
+            ("^header_name_9204[0-9]", false),
+            ("a|b", false),
+            ("^x$", false),
+        ] {
+            let k = KeyRegex::new(source).unwrap();
+            assert_eq!(k.word.is_some(), word, "{source}");
+            let re = crate::operator::regex(&format!("(?i){source}")).unwrap();
+            for key in keys {
+                assert_eq!(k.is_match(key), re.is_match(key), "/{source}/ on {key:?}");
+            }
+        }
+    }
 }

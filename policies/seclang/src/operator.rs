@@ -141,13 +141,43 @@ impl PhraseSet {
 /// parameter's (expanded) value.
 pub fn string_op(op: StrOp, input: &[u8], param: &[u8]) -> bool {
     match op {
-        StrOp::Contains | StrOp::StrMatch => memchr::memmem::find(input, param).is_some(),
+        StrOp::Contains | StrOp::StrMatch => find(input, param),
         StrOp::ContainsWord => contains_word(input, param),
         StrOp::StrEq => input == param,
         StrOp::BeginsWith => input.starts_with(param),
         StrOp::EndsWith => input.ends_with(param),
-        StrOp::Within => input.is_empty() || memchr::memmem::find(param, input).is_some(),
+        StrOp::Within => input.is_empty() || find(param, input),
     }
+}
+
+/// Whether `needle` occurs in `hay`. A short haystack (a `@within` list,
+/// a header) is searched directly: a comparison at each place its first
+/// byte occurs, so at most 256 comparisons of at most 256 bytes, where
+/// building `memmem`'s searcher for one search costs more than a typical
+/// such search.
+fn find(hay: &[u8], needle: &[u8]) -> bool {
+    const SHORT: usize = 256;
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    if needle.len() > hay.len() {
+        return false;
+    }
+    if hay.len() > SHORT {
+        return memchr::memmem::find(hay, needle).is_some();
+    }
+    let last = hay.len() - needle.len();
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(first, &hay[at..=last]) {
+        if &hay[at + i + 1..at + i + needle.len()] == rest {
+            return true;
+        }
+        at += i + 1;
+        if at > last {
+            return false;
+        }
+    }
+    false
 }
 
 fn contains_word(input: &[u8], word: &[u8]) -> bool {
@@ -376,6 +406,33 @@ mod tests {
         assert!(number_op(NumOp::Ge, b"10", b" 5"));
         assert!(number_op(NumOp::Eq, b"abc", b"0"));
         assert_eq!(atoi(b"-12x"), -12);
+    }
+
+    /// The direct search of short haystacks finds what `memmem` finds,
+    /// at every length around the 256-byte switch, needles at the edges.
+    #[test]
+    fn short_searches_find_what_memmem_finds() {
+        let mut next = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = move |n: u64| {
+            next ^= next << 13;
+            next ^= next >> 7;
+            next ^= next << 17;
+            next % n
+        };
+        for len in [0usize, 1, 2, 5, 63, 64, 65, 255, 256, 257, 400] {
+            for _ in 0..200 {
+                let hay: Vec<u8> = (0..len).map(|_| b"ab/"[rand(3) as usize]).collect();
+                let n = rand(6) as usize;
+                let needle: Vec<u8> = if n > 0 && len > 0 && rand(2) == 0 {
+                    let at = rand(len as u64) as usize;
+                    hay[at..(at + n).min(len)].to_vec()
+                } else {
+                    (0..n).map(|_| b"ab/"[rand(3) as usize]).collect()
+                };
+                let want = memchr::memmem::find(&hay, &needle).is_some();
+                assert_eq!(find(&hay, &needle), want, "{needle:?} in {hay:?}");
+            }
+        }
     }
 
     #[test]

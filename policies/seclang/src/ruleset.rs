@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::compile::prefilter::{Prefilter, Screen};
+use crate::compile::prefilter::{Prefilters, Screen};
 use crate::error::Location;
 use crate::model::{AllowScope, Ctl, Disruptive, EngineMode, Exclusion, Macro, SetVar, Target};
 use crate::operator::Operator;
@@ -160,7 +160,7 @@ pub struct RuleSet {
     pub(crate) skip_to: [Vec<u32>; 6],
     pub(crate) config: Config,
     pub(crate) chains: Vec<ChainDef>,
-    pub(crate) prefilter: Prefilter,
+    pub(crate) prefilter: Prefilters,
     /// Every rule's [`Lane`]s, rule after rule.
     pub(crate) lanes: Vec<Lane>,
     /// How many distinct (collection, chain) pairs the column lanes read.
@@ -198,14 +198,22 @@ impl RuleSet {
         (n, self.rules.len())
     }
 
+    /// The narrow prefilters (of variables few screened rules read): how
+    /// many, and the bytes their automata take.
+    pub fn narrow_prefilters(&self) -> (usize, usize) {
+        self.prefilter.narrow()
+    }
+
     /// One line per rule: its id, operator, and the literals that screen
     /// it (or why none do).
     pub fn describe_prefilter(&self) -> Vec<String> {
+        let whole = self.prefilter.whole();
+        let (narrow, narrow_bytes) = self.prefilter.narrow();
         let head = format!(
-            "prefilter: {} slots, {} literals, {} bytes",
-            self.prefilter.slots(),
-            self.prefilter.literals(),
-            self.prefilter.memory(),
+            "prefilter: {} slots, {} literals, {} bytes; {narrow} narrow ones of {narrow_bytes} bytes",
+            whole.slots(),
+            whole.literals(),
+            whole.memory(),
         );
         std::iter::once(head)
             .chain(self.rules.iter().map(|r| {
@@ -214,7 +222,7 @@ impl RuleSet {
                     .map(|s| {
                         s.slots()
                             .iter()
-                            .map(|&slot| self.prefilter.describe(slot))
+                            .map(|&slot| whole.describe(slot))
                             .collect::<Vec<_>>()
                             .join(" & ")
                     })
@@ -239,18 +247,25 @@ impl RuleSet {
     }
 
     /// The rules whose operator matches `input` (as the rule runs it, no
-    /// transformation) though the prefilter would have screened them out
-    /// of a value holding exactly these bytes: empty unless the prefilter
-    /// is unsound (`tests/prefilter.rs`).
+    /// transformation) though the prefilter of one of their targets (the
+    /// whole set's, or a narrow one) would have screened them out of a
+    /// value holding exactly these bytes: empty unless a prefilter is
+    /// unsound (`tests/prefilter.rs`).
     pub fn screened_wrongly(&self, input: &[u8]) -> Vec<u32> {
-        let bits = self.prefilter.scan(input);
         self.rules
             .iter()
             .filter(|r| {
                 let Some(screen) = r.prefilter else {
                     return false;
                 };
-                if bits.as_ref().is_some_and(|b| screen.passes(b)) {
+                let passes = |p: &crate::compile::prefilter::Prefilter| {
+                    p.scan(input).is_some_and(|b| screen.passes(&b))
+                };
+                if passes(self.prefilter.whole())
+                    && r.targets
+                        .iter()
+                        .all(|t| passes(self.prefilter.of(t.var as usize).1))
+                {
                     return false;
                 }
                 let hit = match &r.op.kind {

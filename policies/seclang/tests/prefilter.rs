@@ -3,7 +3,8 @@
 //! or more literal sets, every one of which a match must hold a member
 //! of). Checked on attack payloads of every class CRS covers, on
 //! libinjection's known-benign inputs, and on each of them lowercased,
-//! uppercased and percent-decoded.
+//! uppercased and percent-decoded; by the whole set's prefilter and by
+//! the narrow one of each target's variable.
 
 use std::path::Path;
 
@@ -90,6 +91,10 @@ fn no_crs_operator_matches_a_value_its_screen_rules_out() {
     .unwrap();
     let mut inputs: Vec<String> = ATTACKS.iter().map(|s| s.to_string()).collect();
     inputs.extend(benign.lines().map(str::to_string));
+    // The narrow prefilters (of `REQUEST_BODY`, `REQUEST_URI`…) are
+    // checked too: `screened_wrongly` asks each target's.
+    let (narrow, bytes) = rules.narrow_prefilters();
+    assert!(narrow >= 5 && bytes > 0, "{narrow} narrow prefilters");
     let mut checked = 0;
     for base in &inputs {
         for input in [

@@ -536,7 +536,7 @@ impl Loader<'_> {
         chains
     }
 
-    fn build_prefilter(&mut self) -> Result<prefilter::Prefilter, LoadError> {
+    fn build_prefilter(&mut self) -> Result<prefilter::Prefilters, LoadError> {
         let mut needs = Vec::new();
         // Rules that need the same literal set share its slot.
         let mut slot_of: HashMap<Vec<Vec<u8>>, u32> = HashMap::new();
@@ -572,7 +572,17 @@ impl Loader<'_> {
                 r.prefilter = Some(prefilter::Screen::new(&slots));
             }
         }
-        prefilter::Prefilter::build(&needs).map_err(|e| {
+        // The slots of the rules reading each variable: what a narrow
+        // prefilter of that variable must hold.
+        let mut reads = vec![Vec::new(); crate::vars::Var::ALL.len()];
+        for r in &self.rules {
+            if let Some(screen) = r.prefilter {
+                for t in &r.targets {
+                    reads[t.var as usize].extend_from_slice(screen.slots());
+                }
+            }
+        }
+        prefilter::Prefilters::build(&needs, &reads).map_err(|e| {
             LoadError::new(
                 &Location {
                     file: "(rule set)".into(),

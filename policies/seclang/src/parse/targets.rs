@@ -87,8 +87,8 @@ fn selector(var: Var, key: Option<&str>) -> Result<Selector, String> {
         ));
     }
     if key.len() >= 2 && key.starts_with('/') && key.ends_with('/') {
-        let pattern = format!("(?i){}", &key[1..key.len() - 1]);
-        let re = crate::operator::regex(&pattern).map_err(|e| format!("key `{key}`: {e}"))?;
+        let re = crate::model::KeyRegex::new(&key[1..key.len() - 1])
+            .map_err(|e| format!("key `{key}`: {e}"))?;
         return Ok(Selector::Regex(Arc::new(re)));
     }
     Ok(Selector::Key(key.to_ascii_lowercase()))

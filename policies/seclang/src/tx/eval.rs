@@ -126,7 +126,7 @@ impl Transaction {
             vals.clear();
             self.values(r, t, &mut vals);
             for &v in &vals.list {
-                any |= self.match_value(rules, r, v, &vals.bytes);
+                any |= self.match_value(rules, r, t.var, v, &vals.bytes);
             }
         }
         self.vals = vals;
@@ -229,7 +229,7 @@ impl Transaction {
         // The hottest loop of a form of many fields, once per verdict:
         // the first slot is tested as one word and bit, the others only
         // when it is set.
-        let words = rules.prefilter.words();
+        let words = rules.prefilter.whole().words();
         let (word, bit) = slot.first_bit();
         let from = out.len();
         let mut marks = std::mem::take(&mut self.shared.marks);
@@ -288,20 +288,20 @@ impl Transaction {
         out.truncate(kept);
     }
 
-    /// Tests one value of a target (`held`: the bytes of the [`Vals`]
-    /// it was read into).
+    /// Tests one value of target variable `var` (`held`: the bytes of the
+    /// [`Vals`] it was read into); `var`'s prefilter screens it.
     ///
     /// [`Vals`]: super::values::Vals
-    fn match_value(&mut self, rules: &RuleSet, r: &Rule, v: Val, held: &[u8]) -> bool {
+    fn match_value(&mut self, rules: &RuleSet, r: &Rule, var: Var, v: Val, held: &[u8]) -> bool {
         if r.multi_match {
-            return self.match_multi(rules, r, v, held);
+            return self.match_multi(rules, r, var, v, held);
         }
         match v.data {
             Data::Arena(s, mask) => {
                 let tv = self.transformed(rules, s, mask, r.chain);
                 if let Some(slot) = r.prefilter
                     && !self
-                        .scan(rules, tv)
+                        .scan(rules, var, tv)
                         .is_some_and(|b| slot.passes(self.bits(rules, b)))
                 {
                     return false;
@@ -327,7 +327,7 @@ impl Transaction {
 
     /// `multiMatch`: the operator runs on the value before and after every
     /// transformation that changed it.
-    fn match_multi(&mut self, rules: &RuleSet, r: &Rule, v: Val, held: &[u8]) -> bool {
+    fn match_multi(&mut self, rules: &RuleSet, r: &Rule, var: Var, v: Val, held: &[u8]) -> bool {
         let mut any = false;
         match v.data {
             Data::Arena(s, mask) => {
@@ -349,7 +349,7 @@ impl Transaction {
                 for stage in stages {
                     if let Some(slot) = r.prefilter
                         && !self
-                            .scan(rules, stage)
+                            .scan(rules, var, stage)
                             .is_some_and(|b| slot.passes(self.bits(rules, b)))
                     {
                         continue;

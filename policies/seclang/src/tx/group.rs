@@ -204,7 +204,7 @@ impl Transaction {
             return g;
         }
         let base = self.base(var, sel);
-        let words = rules.prefilter.words();
+        let words = rules.prefilter.whole().words();
         let union = self.shared.unions.len();
         self.shared.unions.resize(union + words, 0);
         let first = self.shared.hot.len() as u32;
@@ -214,11 +214,11 @@ impl Transaction {
             let found = if tv == self.shared.cells[(base.column + i) as usize] {
                 let at = (base.at + i) as usize;
                 if self.shared.raw[at] == UNSCANNED {
-                    self.shared.raw[at] = self.scan(rules, tv).unwrap_or(NOTHING);
+                    self.shared.raw[at] = self.scan(rules, var, tv).unwrap_or(NOTHING);
                 }
                 self.shared.raw[at]
             } else {
-                self.scan(rules, tv).unwrap_or(NOTHING)
+                self.scan(rules, var, tv).unwrap_or(NOTHING)
             };
             if found == NOTHING {
                 continue;
@@ -411,11 +411,20 @@ impl Transaction {
     /// long value is cached by its bytes without case: its `t:lowercase`
     /// is not scanned again. (Short values are hashed exactly: most calls
     /// are cache hits on short fields, and folding would slow every one.)
-    pub(crate) fn scan(&mut self, rules: &RuleSet, s: Str) -> Option<u32> {
+    /// `var` is the variable the value was read as, whose prefilter (the
+    /// whole set's, or a narrow one: [`Prefilters`]) screens it; results
+    /// are kept by prefilter.
+    ///
+    /// [`Prefilters`]: crate::compile::prefilter::Prefilters
+    pub(crate) fn scan(&mut self, rules: &RuleSet, var: Var, s: Str) -> Option<u32> {
         #[cfg(feature = "profile")]
         crate::profile::count(crate::profile::Work::Lookup, s.len as usize);
+        let (k, _) = rules.prefilter.of(var as usize);
         let long = s.len >= LONG;
-        if long && let Some(&b) = self.scanned_long.get(&s) {
+        if long
+            && let Some(&(by, b)) = self.scanned_long.get(&s)
+            && by == k
+        {
             return b;
         }
         let bytes = self.arena.get(s);
@@ -427,7 +436,10 @@ impl Transaction {
             h.write(bytes);
             h.finish()
         };
-        if let Some(&(other, b)) = self.scanned_bytes.get(&hash)
+        // Each prefilter's results apart (`by` is checked on a hit).
+        let hash = hash ^ u64::from(k).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        if let Some(&(other, by, b)) = self.scanned_bytes.get(&hash)
+            && by == k
             && if long {
                 self.arena.get(other).eq_ignore_ascii_case(bytes)
             } else {
@@ -435,27 +447,56 @@ impl Transaction {
             }
         {
             if long {
-                self.scanned_long.insert(s, b);
+                self.scanned_long.insert(s, (k, b));
             }
             return b;
         }
-        let words = rules.prefilter.words().max(1);
         #[cfg(feature = "profile")]
         crate::profile::count(crate::profile::Work::Scan, s.len as usize);
-        let found = rules
-            .prefilter
-            .scan_into(
-                self.arena.get(s),
-                &mut self.pool,
-                &mut self.seen,
-                &mut self.shared.lower,
-            )
-            .then(|| self.verdict(words));
-        self.scanned_bytes.insert(hash, (s, found));
+        let found = self.scan_new(rules, k, s);
+        self.scanned_bytes.insert(hash, (s, k, found));
         if long {
-            self.scanned_long.insert(s, found);
+            self.scanned_long.insert(s, (k, found));
         }
         found
+    }
+
+    /// The prefilter's verdict on a value not scanned before. In a value
+    /// in which no literal can begin (most fields of a form), the verdict
+    /// is its slot-opening bytes', found once per set of them; in the
+    /// others the automaton's slots are added to those.
+    fn scan_new(&mut self, rules: &RuleSet, k: u8, s: Str) -> Option<u32> {
+        let p = rules.prefilter.of_index(k);
+        let words = p.words().max(1);
+        let hay = self.arena.get(s);
+        let set = p.bytes_of(hay);
+        let from = p.literal_start(hay);
+        if from.is_none()
+            && let Some(&v) = self.scanned_sets.get(&(k, set))
+        {
+            return v;
+        }
+        let at = self.pool.len();
+        self.pool.resize(at + words, 0);
+        let mut found = p.open_bytes(set, &mut self.pool[at..]);
+        if let Some(from) = from {
+            found |= p.open_literals(
+                &hay[from..],
+                &mut self.pool[at..],
+                &mut self.seen,
+                &mut self.shared.lower,
+            );
+        }
+        let v = if found {
+            Some(self.verdict(words))
+        } else {
+            self.pool.truncate(at);
+            None
+        };
+        if from.is_none() {
+            self.scanned_sets.insert((k, set), v);
+        }
+        v
     }
 
     /// The index of the verdict just appended to the pool: an equal one
@@ -485,7 +526,7 @@ impl Transaction {
 
     /// A scan result's candidate slots.
     pub(crate) fn bits(&self, rules: &RuleSet, at: u32) -> &[u64] {
-        let words = rules.prefilter.words();
+        let words = rules.prefilter.whole().words();
         &self.pool[at as usize * words..(at as usize + 1) * words]
     }
 

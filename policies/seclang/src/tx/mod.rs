@@ -221,11 +221,16 @@ pub struct Transaction {
     /// The byte classes of long request-wide values (`REQUEST_BODY`),
     /// found once rather than by every rule that reads them.
     pub(crate) long_masks: std::cell::RefCell<FxHashMap<Str, crate::transform::Mask>>,
-    /// Prefilter results by the value's bytes (a hash, then the bytes
-    /// compared): the result's index in `pool`.
-    pub(crate) scanned_bytes: FxHashMap<u64, (Str, Option<u32>)>,
+    /// Prefilter results by the value's bytes and the prefilter (a hash,
+    /// then the bytes and the prefilter's index compared): the result's
+    /// index in `pool`.
+    pub(crate) scanned_bytes: FxHashMap<u64, (Str, u8, Option<u32>)>,
     /// The same results for long values by arena slot.
-    pub(crate) scanned_long: FxHashMap<Str, Option<u32>>,
+    pub(crate) scanned_long: FxHashMap<Str, (u8, Option<u32>)>,
+    /// The prefilter's verdict on a set of slot-opening byte classes alone: the
+    /// whole verdict on a value in which no literal can begin (most
+    /// fields of a form), the start of the others'.
+    pub(crate) scanned_sets: FxHashMap<(u8, u64), Option<u32>>,
     /// Prefilter results, each `RuleSet::prefilter.words()` words, indexed
     /// by `scanned_bytes` and `Hot::bits`.
     pub(crate) pool: Vec<u64>,
@@ -275,8 +280,9 @@ pub struct Scratch {
     collections: [Vec<Entry>; 4],
     body: Vec<u8>,
     transformed: FxHashMap<(Str, ChainId), Str>,
-    scanned_bytes: FxHashMap<u64, (Str, Option<u32>)>,
-    scanned_long: FxHashMap<Str, Option<u32>>,
+    scanned_bytes: FxHashMap<u64, (Str, u8, Option<u32>)>,
+    scanned_long: FxHashMap<Str, (u8, Option<u32>)>,
+    scanned_sets: FxHashMap<(u8, u64), Option<u32>>,
     pool: Vec<u64>,
     verdicts: FxHashMap<u64, u32>,
     seen: Vec<u64>,
@@ -310,6 +316,7 @@ impl Transaction {
             mut transformed,
             mut scanned_bytes,
             mut scanned_long,
+            mut scanned_sets,
             pool,
             mut verdicts,
             seen,
@@ -321,6 +328,7 @@ impl Transaction {
         transformed.clear();
         scanned_bytes.clear();
         scanned_long.clear();
+        scanned_sets.clear();
         verdicts.clear();
         shared.clear(0);
         let config = rules.config().clone();
@@ -378,6 +386,7 @@ impl Transaction {
             long_masks: Default::default(),
             scanned_bytes,
             scanned_long,
+            scanned_sets,
             pool: emptied(pool),
             verdicts,
             // All zeros: a scan leaves it cleared, and `resize` fills.
@@ -405,6 +414,7 @@ impl Transaction {
         self.transformed.clear();
         self.scanned_bytes.clear();
         self.scanned_long.clear();
+        self.scanned_sets.clear();
         self.verdicts.clear();
         self.shared.clear(0);
         for v in self.vars.values_mut() {
@@ -422,6 +432,7 @@ impl Transaction {
             transformed: self.transformed,
             scanned_bytes: self.scanned_bytes,
             scanned_long: self.scanned_long,
+            scanned_sets: self.scanned_sets,
             pool: emptied(self.pool),
             verdicts: self.verdicts,
             seen: emptied(self.seen),
