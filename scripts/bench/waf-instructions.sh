@@ -4,7 +4,9 @@
 # not move with the VM's load (the time of a shared 2-core VM moves by a
 # third between rounds), for comparing two revisions of the engine. Each
 # revision's `examples/repeat` runs the workload 1 and 401 times; the
-# difference over 400 is one request's cost, without the rule set's load.
+# difference over 400 is one request's cost, without the rule set's load
+# (whose own count moves by about 0.5 M between runs with its hash maps'
+# random seeds: over 400 requests, about 1,000 instructions a request).
 #
 #   scripts/bench/waf-instructions.sh [REV] [SET] [FORM]
 #

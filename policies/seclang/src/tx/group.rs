@@ -159,6 +159,10 @@ impl Shared {
 /// Values at least this long are also cached by arena slot.
 const LONG: u32 = 64;
 
+/// Values shorter than this are screened by their byte classes before
+/// their bytes are hashed for the scan cache (a form's short fields).
+const TINY: u32 = 16;
+
 const UNSCANNED: u32 = u32::MAX;
 const NOTHING: u32 = u32::MAX - 1;
 
@@ -362,10 +366,18 @@ impl Transaction {
         #[cfg(feature = "profile")]
         crate::profile::count(crate::profile::Work::Column, len as usize);
         let mut changed = false;
+        // A value with none of the step's trigger bytes is left as it is
+        // without a call (most values, for most steps).
+        let triggers = step.triggers();
+        let always = triggers & M_ALWAYS != 0;
         for i in 0..len {
             let p = self.shared.cells[(parent + i) as usize];
             let pm = self.shared.cell_masks[(parent + i) as usize];
-            let (tv, mask) = self.step(step, p, pm);
+            let (tv, mask) = if always || triggers & pm != 0 {
+                self.step(step, p, pm)
+            } else {
+                (p, pm)
+            };
             changed |= tv != p;
             self.shared.cells.push(tv);
             self.shared.cell_masks.push(mask);
@@ -419,9 +431,16 @@ impl Transaction {
     pub(crate) fn scan(&mut self, rules: &RuleSet, var: Var, s: Str) -> Option<u32> {
         #[cfg(feature = "profile")]
         crate::profile::count(crate::profile::Work::Lookup, s.len as usize);
-        let (k, _) = rules.prefilter.of(var as usize);
+        let (k, p) = rules.prefilter.of(var as usize);
         let long = s.len >= LONG;
-        if long
+        if s.len < TINY {
+            // A tiny value in which no literal can begin is answered by its
+            // byte classes: finding that costs less than hashing it.
+            let hay = self.arena.get(s);
+            if p.literal_start(hay).is_none() {
+                return self.by_classes(rules, k, p.bytes_of(hay));
+            }
+        } else if long
             && let Some(&(by, b)) = self.scanned_long.get(&s)
             && by == k
         {
@@ -463,39 +482,50 @@ impl Transaction {
 
     /// The prefilter's verdict on a value not scanned before. In a value
     /// in which no literal can begin (most fields of a form), the verdict
-    /// is its slot-opening bytes', found once per set of them; in the
-    /// others the automaton's slots are added to those.
+    /// is that of its byte classes; in the others the automaton's slots
+    /// are added to those.
     fn scan_new(&mut self, rules: &RuleSet, k: u8, s: Str) -> Option<u32> {
         let p = rules.prefilter.of_index(k);
         let words = p.words().max(1);
         let hay = self.arena.get(s);
         let set = p.bytes_of(hay);
-        let from = p.literal_start(hay);
-        if from.is_none()
-            && let Some(&v) = self.scanned_sets.get(&(k, set))
-        {
-            return v;
-        }
+        let Some(from) = p.literal_start(hay) else {
+            return self.by_classes(rules, k, set);
+        };
         let at = self.pool.len();
         self.pool.resize(at + words, 0);
         let mut found = p.open_bytes(set, &mut self.pool[at..]);
-        if let Some(from) = from {
-            found |= p.open_literals(
-                &hay[from..],
-                &mut self.pool[at..],
-                &mut self.seen,
-                &mut self.shared.lower,
-            );
+        found |= p.open_literals(
+            &hay[from..],
+            &mut self.pool[at..],
+            &mut self.seen,
+            &mut self.shared.lower,
+        );
+        if found {
+            Some(self.verdict(words))
+        } else {
+            self.pool.truncate(at);
+            None
         }
-        let v = if found {
+    }
+
+    /// The verdict of prefilter `k` on a set of byte classes alone, found
+    /// once per request.
+    fn by_classes(&mut self, rules: &RuleSet, k: u8, set: u64) -> Option<u32> {
+        if let Some(&v) = self.scanned_sets.get(&(k, set)) {
+            return v;
+        }
+        let p = rules.prefilter.of_index(k);
+        let words = p.words().max(1);
+        let at = self.pool.len();
+        self.pool.resize(at + words, 0);
+        let v = if p.open_bytes(set, &mut self.pool[at..]) {
             Some(self.verdict(words))
         } else {
             self.pool.truncate(at);
             None
         };
-        if from.is_none() {
-            self.scanned_sets.insert((k, set), v);
-        }
+        self.scanned_sets.insert((k, set), v);
         v
     }
 
