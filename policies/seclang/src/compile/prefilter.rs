@@ -305,7 +305,8 @@ impl Prefilter {
     /// a scan allocates nothing once the buffers have grown. The same as
     /// [`Prefilter::open_bytes`] of [`Prefilter::bytes_of`], then
     /// [`Prefilter::open_literals`] from [`Prefilter::literal_start`]: a
-    /// caller may keep the first part's result for values of one byte set.
+    /// caller may keep the first part's result for values of one set of
+    /// byte classes.
     pub fn scan_into(
         &self,
         hay: &[u8],
