@@ -433,6 +433,15 @@ mod tests {
                 assert_eq!(find(&hay, &needle), want, "{needle:?} in {hay:?}");
             }
         }
+        // The worst case of the direct search: the needle's first byte at
+        // every place, each comparison failing at its last byte.
+        let hay = vec![b'a'; 256];
+        let mut needle = vec![b'a'; 255];
+        needle.push(b'b');
+        assert!(!find(&hay, &needle));
+        needle[254] = b'a';
+        needle.pop();
+        assert!(find(&hay, &needle));
     }
 
     #[test]

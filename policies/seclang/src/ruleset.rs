@@ -9,7 +9,7 @@ use crate::compile::prefilter::{Prefilters, Screen};
 use crate::error::Location;
 use crate::model::{AllowScope, Ctl, Disruptive, EngineMode, Exclusion, Macro, SetVar, Target};
 use crate::operator::Operator;
-use crate::transform::{M_ALWAYS, Mask, Transform};
+use crate::transform::{Mask, Transform};
 use crate::vars::Var;
 
 /// Index of a rule in [`RuleSet::rules`].
@@ -146,7 +146,7 @@ pub struct ChainDef {
 impl ChainDef {
     /// Whether the chain leaves a value with byte classes `mask` as it is.
     pub fn is_identity_for(&self, mask: Mask) -> bool {
-        self.triggers & M_ALWAYS == 0 && self.triggers & mask == 0
+        crate::transform::untouched(self.triggers, mask)
     }
 }
 

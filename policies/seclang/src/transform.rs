@@ -37,6 +37,12 @@ pub const M_ANY: Mask = (1 << 22) - 1;
 /// Set for transformations that change every input (hashes, lengths).
 pub const M_ALWAYS: Mask = 1 << 31;
 
+/// Whether transformations of trigger classes `triggers` leave a value of
+/// byte classes `mask` as it is (it holds none of their trigger bytes).
+pub const fn untouched(triggers: Mask, mask: Mask) -> bool {
+    triggers & M_ALWAYS == 0 && triggers & mask == 0
+}
+
 const fn class(b: u8) -> Mask {
     match b {
         b'%' => M_PCT,

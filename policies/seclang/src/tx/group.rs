@@ -24,7 +24,7 @@ use super::Transaction;
 use super::store::Str;
 use crate::model::{Selector, Target};
 use crate::ruleset::{ChainId, RuleSet};
-use crate::transform::{M_ALWAYS, Mask, Transform, byte_mask};
+use crate::transform::{Mask, Transform, byte_mask, untouched};
 use crate::vars::Var;
 
 /// A value of a collection that holds one of the prefilter's literals
@@ -369,14 +369,13 @@ impl Transaction {
         // A value with none of the step's trigger bytes is left as it is
         // without a call (most values, for most steps).
         let triggers = step.triggers();
-        let always = triggers & M_ALWAYS != 0;
         for i in 0..len {
             let p = self.shared.cells[(parent + i) as usize];
             let pm = self.shared.cell_masks[(parent + i) as usize];
-            let (tv, mask) = if always || triggers & pm != 0 {
-                self.step(step, p, pm)
-            } else {
+            let (tv, mask) = if untouched(triggers, pm) {
                 (p, pm)
+            } else {
+                self.step(step, p, pm)
             };
             changed |= tv != p;
             self.shared.cells.push(tv);
@@ -399,8 +398,7 @@ impl Transaction {
     /// step whose trigger bytes its input lacks leaves it as it is:
     /// transform.rs tests this for every such step) or did not.
     fn step(&mut self, step: Transform, p: Str, mask: Mask) -> (Str, Mask) {
-        let triggers = step.triggers();
-        if triggers & M_ALWAYS == 0 && triggers & mask == 0 {
+        if untouched(step.triggers(), mask) {
             return (p, mask);
         }
         let mut out = std::mem::take(&mut self.shared.out);
