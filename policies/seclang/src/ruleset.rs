@@ -70,10 +70,49 @@ pub struct Rule {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lane {
     /// When the target is a whole arena-backed collection read through
-    /// the phase's shared columns: the index of its (collection, rule's
-    /// transformation chain) pair among all the set's, by which a phase
-    /// finds the pair's group without hashing.
+    /// the phase's shared columns: its (collection, rule's transformation
+    /// chain) pair's index in [`RuleSet::columns`].
     pub column: Option<u32>,
+}
+
+/// A (collection, transformation chain) pair a column lane reads, or one
+/// of the prefixes of its chain: what a phase finds its column and group
+/// by, in dense arrays, without hashing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ColumnDef {
+    pub var: Var,
+    /// Whether the collection is `XML://@*` (the attributes).
+    pub attrs: bool,
+    pub chain: ChainId,
+    /// The pair of the chain without its last step (none for the empty
+    /// chain).
+    pub parent: Option<u32>,
+    /// The collection's index among the set's collections read as
+    /// columns.
+    pub base: u32,
+    /// Where the pairs of the chain's prefixes, from the empty chain to
+    /// this one, are in [`RuleSet::column_paths`] (the stages
+    /// `multiMatch` tests).
+    pub path: (u32, u32),
+}
+
+/// What a phase checks to pass over a rule that cannot match, before
+/// reading it (one small array for the set).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Quick {
+    /// Nothing: the rule is evaluated.
+    Evaluate,
+    /// Every target a column lane, screened by the prefilter (not
+    /// `multiMatch`): the rule can match only when some target's group
+    /// passes `screen`. `lanes`: where the rule's lanes start in
+    /// [`RuleSet::lanes`], and how many.
+    Columns { screen: Screen, lanes: (u32, u32) },
+    /// One target, `TX:key`, neither counted nor transformed: the rule can
+    /// match only when the variable is set and its value passes the
+    /// operator (CRS's paranoia-level and score checks). `key`: the
+    /// key's number among the set's such keys (compared without case), by
+    /// which a phase finds the variable once.
+    TxValue { key: u32 },
 }
 
 /// One entry of a phase's rule list.
@@ -163,8 +202,17 @@ pub struct RuleSet {
     pub(crate) prefilter: Prefilters,
     /// Every rule's [`Lane`]s, rule after rule.
     pub(crate) lanes: Vec<Lane>,
-    /// How many distinct (collection, chain) pairs the column lanes read.
-    pub(crate) lane_slots: u32,
+    /// The (collection, chain) pairs the column lanes read, with their
+    /// chains' prefixes.
+    pub(crate) columns: Vec<ColumnDef>,
+    /// Every pair's path (see [`ColumnDef::path`]), back to back.
+    pub(crate) column_paths: Vec<u32>,
+    /// How many collections the pairs read.
+    pub(crate) bases: u32,
+    /// Every rule's [`Quick`], by index.
+    pub(crate) quick: Vec<Quick>,
+    /// How many keys [`Quick::TxValue`] numbers.
+    pub(crate) tx_keys: u32,
     pub(crate) by_id: HashMap<u32, RuleIdx>,
     pub(crate) notices: Vec<String>,
 }
@@ -284,6 +332,13 @@ impl RuleSet {
 
     pub(crate) fn rule_at(&self, idx: RuleIdx) -> &Rule {
         &self.rules[idx as usize]
+    }
+
+    /// The pairs of column `c`'s chain's prefixes, from the empty chain
+    /// to its own.
+    pub(crate) fn column_path(&self, c: u32) -> &[u32] {
+        let (at, n) = self.columns[c as usize].path;
+        &self.column_paths[at as usize..][..n as usize]
     }
 
     /// Rule `r`'s lanes, one per target.

@@ -1,6 +1,8 @@
 //! SecLang semantics through the public API, on small rule sets: a chain
 //! is reported only when every link matched, `setvar` scores and a later
-//! rule reads the score, `skipAfter` skips to its marker, `nolog` rules
+//! rule reads the score, a screened rule matches through any of its
+//! targets and chains, a `TX:key` check reads the variable as it is when
+//! it runs, `skipAfter` skips to its marker, `nolog` rules
 //! are matched but not logged, a collection's matches come in its order
 //! whatever the prefilter grouped, `multiMatch` tests every stage that
 //! changed a value, the validating operators skip only values without
@@ -53,6 +55,74 @@ fn setvar_scores_and_a_later_rule_reads_the_score() {
     let (ids, status) = run(SCORING, "/?q=attack%20worse");
     assert_eq!(status, Some(403));
     assert_eq!(ids, [(1, false), (2, true), (3, true), (4, true)]);
+}
+
+/// Screened rules over shared columns: a rule whose literals occur in
+/// none of its targets is passed over unread, so what must hold is that
+/// one whose literals occur in any target, through any chain (made first
+/// by this rule or by one before it), still matches, and that a rule
+/// passed over leaves `MATCHED_VAR` as a rule that matched nothing does:
+/// as the last match set it (ModSecurity keeps it across rules).
+const SCREENED: &str = r#"SecRuleEngine On
+SecRule ARGS|ARGS_NAMES "@contains needle" "id:1,phase:2,pass,log,t:none"
+SecRule REQUEST_COOKIES|ARGS_NAMES|ARGS "@contains <hay" "id:2,phase:2,pass,log,t:none,t:urlDecodeUni"
+SecRule ARGS_NAMES|ARGS "@rx stack[0-9]" "id:3,phase:2,pass,log,t:none,t:urlDecodeUni,t:lowercase"
+SecRule ARGS "@contains absent" "id:4,phase:2,pass,log,t:none,t:urlDecodeUni"
+SecRule MATCHED_VAR "@streq stack7" "id:5,phase:2,pass,log"
+"#;
+
+#[test]
+fn a_screened_rule_matches_through_any_of_its_targets_and_chains() {
+    assert_eq!(run(SCREENED, "/?a=b").0, []);
+    assert_eq!(run(SCREENED, "/?needle=b").0, [(1, true)]);
+    assert_eq!(run(SCREENED, "/?a=%253Chay").0, [(2, true)]);
+    // Rule 3's chain is first asked for by rule 3; rule 4 is passed over
+    // and leaves rule 3's MATCHED_VAR for rule 5.
+    assert_eq!(run(SCREENED, "/?x=STACK7").0, [(3, true), (5, true)]);
+    assert_eq!(
+        run(SCREENED, "/?STACK7=y&b=%3Chay").0,
+        [(2, true), (3, true), (5, true)]
+    );
+    assert_eq!(
+        run(SCREENED, "/?x=stack7&y=absent").0,
+        [(3, true), (4, true)]
+    );
+}
+
+/// `TX:key` checks, which a phase answers from the variable's slot
+/// found once: the variable as it is when each runs (created after a
+/// check that found it unset, changed, removed), in any case of its name.
+const TX_CHECKS: &str = r#"SecRuleEngine On
+SecRule TX:foo "@eq 5" "id:1,phase:1,pass,log"
+SecAction "id:2,phase:1,pass,nolog,setvar:tx.foo=5"
+SecRule TX:FOO "@eq 5" "id:3,phase:1,pass,log"
+SecAction "id:4,phase:1,pass,nolog,setvar:tx.Foo=+1"
+SecRule TX:foo "@eq 5" "id:5,phase:1,pass,log"
+SecRule TX:foo "@eq 6" "id:6,phase:1,pass,log"
+SecAction "id:7,phase:1,pass,nolog,setvar:!tx.foo"
+SecRule TX:foo "@rx ^" "id:8,phase:1,pass,log"
+SecRule ARGS:again "@streq yes" "id:9,phase:2,pass,nolog,setvar:tx.foo=6"
+SecRule TX:foo "@eq 6" "id:10,phase:2,pass,log"
+"#;
+
+#[test]
+fn tx_checks_read_the_variable_as_it_is_when_they_run() {
+    assert_eq!(
+        run(TX_CHECKS, "/").0,
+        [(2, false), (3, true), (4, false), (6, true), (7, false)]
+    );
+    assert_eq!(
+        run(TX_CHECKS, "/?again=yes").0,
+        [
+            (2, false),
+            (3, true),
+            (4, false),
+            (6, true),
+            (7, false),
+            (9, false),
+            (10, true)
+        ]
+    );
 }
 
 const SKIP: &str = r#"SecRuleEngine On

@@ -15,7 +15,9 @@ use crate::error::{ErrorKind, LoadError, Location};
 use crate::model::{Actions, Disruptive, ParsedRule};
 use crate::operator::{self, OpKind, Param, StrOp};
 use crate::parse::{self, actions, lexer, targets};
-use crate::ruleset::{ChainDef, ChainId, Config, Lane, LimitAction, Rule, RuleIdx, RuleSet, Step};
+use crate::ruleset::{
+    ChainDef, ChainId, ColumnDef, Config, Lane, LimitAction, Quick, Rule, RuleIdx, RuleSet, Step,
+};
 use crate::transform::Transform;
 
 /// What `SecDefaultAction` sets for the rules of one phase that follow.
@@ -368,7 +370,13 @@ impl Loader<'_> {
         self.check_markers()?;
         let chains = self.intern_chains();
         let prefilter = self.build_prefilter()?;
-        let (lanes, lane_slots) = lanes(&mut self.rules);
+        let (lanes, columns) = lanes(&mut self.rules, &chains);
+        let mut tx_keys = HashMap::new();
+        let quick = self
+            .rules
+            .iter()
+            .map(|r| quick(r, &lanes, &mut tx_keys))
+            .collect();
         let skip_to = std::array::from_fn(|phase| skip_targets(&self.phases[phase], &self.rules));
         Ok(RuleSet {
             rules: self.rules,
@@ -378,7 +386,11 @@ impl Loader<'_> {
             chains,
             prefilter,
             lanes,
-            lane_slots,
+            columns: columns.defs,
+            column_paths: columns.paths,
+            bases: columns.bases.len() as u32,
+            quick,
+            tx_keys: tx_keys.len() as u32,
             by_id: self.by_id,
             notices: self.notices,
         })
@@ -639,27 +651,92 @@ fn limit_action(v: &str) -> Result<LimitAction, String> {
     }
 }
 
-/// Every rule's lanes (see [`Lane`]), and how many (collection, chain)
-/// pairs the column lanes read.
-fn lanes(rules: &mut [Rule]) -> (Vec<Lane>, u32) {
+/// Every rule's lanes (see [`Lane`]), and the (collection, chain) pairs
+/// the column lanes read.
+fn lanes(rules: &mut [Rule], chains: &[ChainDef]) -> (Vec<Lane>, Columns) {
     let mut lanes = Vec::new();
-    let mut slots: HashMap<(crate::vars::Var, bool, ChainId), u32> = HashMap::new();
+    let mut columns = Columns::default();
     for r in rules {
         r.lanes = lanes.len() as u32;
         for t in &r.targets {
             let column = !t.count
                 && !matches!(t.selector, crate::model::Selector::Key(_))
                 && crate::tx::arena_backed(t.var);
-            let key = (
-                t.var,
-                matches!(t.selector, crate::model::Selector::XmlAttributes),
-                r.chain,
-            );
-            let next = slots.len() as u32;
+            let attrs = matches!(t.selector, crate::model::Selector::XmlAttributes);
             lanes.push(Lane {
-                column: column.then(|| *slots.entry(key).or_insert(next)),
+                column: column.then(|| columns.id(chains, t.var, attrs, r.chain)),
             });
         }
     }
-    (lanes, slots.len() as u32)
+    (lanes, columns)
+}
+
+/// The [`ColumnDef`]s of a set as they are numbered.
+#[derive(Default)]
+struct Columns {
+    defs: Vec<ColumnDef>,
+    paths: Vec<u32>,
+    ids: HashMap<(crate::vars::Var, bool, ChainId), u32>,
+    bases: HashMap<(crate::vars::Var, bool), u32>,
+}
+
+impl Columns {
+    /// The pair's index, numbering it (and its chain's prefixes) when new.
+    fn id(
+        &mut self,
+        chains: &[ChainDef],
+        var: crate::vars::Var,
+        attrs: bool,
+        chain: ChainId,
+    ) -> u32 {
+        if let Some(&c) = self.ids.get(&(var, attrs, chain)) {
+            return c;
+        }
+        let def = &chains[chain as usize];
+        let parent = def.parent.map(|p| self.id(chains, var, attrs, p));
+        let next = self.bases.len() as u32;
+        let base = *self.bases.entry((var, attrs)).or_insert(next);
+        let path: Vec<u32> = def.path[..def.path.len() - 1]
+            .iter()
+            .map(|&p| self.id(chains, var, attrs, p))
+            .collect();
+        let c = self.defs.len() as u32;
+        let at = self.paths.len() as u32;
+        self.paths.extend(path);
+        self.paths.push(c);
+        self.defs.push(ColumnDef {
+            var,
+            attrs,
+            chain,
+            parent,
+            base,
+            path: (at, self.paths.len() as u32 - at),
+        });
+        self.ids.insert((var, attrs, chain), c);
+        c
+    }
+}
+
+/// Rule `r`'s [`Quick`] check; `tx_keys` numbers the `TX` keys read.
+fn quick(r: &Rule, lanes: &[Lane], tx_keys: &mut HashMap<String, u32>) -> Quick {
+    let mine = &lanes[r.lanes as usize..][..r.targets.len()];
+    match (r.prefilter, &r.targets[..]) {
+        _ if r.multi_match || r.targets.is_empty() => Quick::Evaluate,
+        (Some(screen), _) if mine.iter().all(|l| l.column.is_some()) => Quick::Columns {
+            screen,
+            lanes: (r.lanes, mine.len() as u32),
+        },
+        (_, [t]) if t.var == crate::vars::Var::Tx && !t.count && r.chain == 0 => {
+            match &t.selector {
+                crate::model::Selector::Key(k) => {
+                    let next = tx_keys.len() as u32;
+                    Quick::TxValue {
+                        key: *tx_keys.entry(k.to_ascii_lowercase()).or_insert(next),
+                    }
+                }
+                _ => Quick::Evaluate,
+            }
+        }
+        _ => Quick::Evaluate,
+    }
 }

@@ -22,7 +22,7 @@ use super::{Intervention, Limit, MatchedRule, TargetOwner, Transaction};
 use crate::compile::prefilter::Screen;
 use crate::model::{Ctl, Disruptive, EngineMode, Macro, Selector, SetOp, SetVar, Target};
 use crate::operator::{self, OpKind, Param};
-use crate::ruleset::{ChainId, Rule, RuleIdx, RuleSet, Step, allow_covers};
+use crate::ruleset::{ChainId, Quick, Rule, RuleIdx, RuleSet, Step, allow_covers};
 use crate::vars::Var;
 
 /// How many rules run between two looks at the clock.
@@ -39,8 +39,8 @@ impl Transaction {
             return;
         }
         let started = Instant::now();
-        self.shared.clear(self.rules.lane_slots);
         let rules = self.rules.clone();
+        self.shared.clear(&rules);
         let steps = &rules.phases[phase as usize];
         let (mut i, mut n) = (0usize, 0u32);
         while i < steps.len() {
@@ -53,6 +53,17 @@ impl Transaction {
                 self.spent += started.elapsed();
                 self.limit_reached(Limit::Time, phase);
                 return;
+            }
+            let may_match = match rules.quick[idx as usize] {
+                Quick::Evaluate => true,
+                Quick::Columns { screen, lanes } => self.may_match(&rules, screen, lanes),
+                Quick::TxValue { key } => self.tx_may_match(&rules, idx, key),
+            };
+            if !may_match {
+                // As an evaluation that matched nothing leaves it.
+                self.matched_vars.clear();
+                i += 1;
+                continue;
             }
             let r = rules.rule_at(idx);
             if self.rule_removed(r) {
@@ -90,6 +101,53 @@ impl Transaction {
             i += 1;
         }
         self.spent += started.elapsed();
+    }
+
+    /// Whether a rule of [`Quick::Columns`] can match: whether the group
+    /// of one of its targets passes the screen (each group is made here
+    /// when no rule has asked for it yet in the phase, as evaluating the
+    /// rule would). A rule that cannot match is passed over without
+    /// reading it: it would test no value.
+    fn may_match(&mut self, rules: &RuleSet, screen: Screen, lanes: (u32, u32)) -> bool {
+        let lanes = &rules.lanes[lanes.0 as usize..][..lanes.1 as usize];
+        for lane in lanes {
+            let c = lane.column.expect("a quick rule's lanes are columns");
+            let g = match self.shared.group_of(c) {
+                Some(g) => g,
+                None => self.group(rules, c),
+            };
+            if screen.passes(&self.shared.unions[g.union as usize..]) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether a rule of [`Quick::TxValue`] can match: its variable is set
+    /// and the operator passes its value (as evaluating the rule would
+    /// test it; an excluded target is left to the evaluation).
+    fn tx_may_match(&mut self, rules: &RuleSet, idx: RuleIdx, key: u32) -> bool {
+        let r = rules.rule_at(idx);
+        let Selector::Key(name) = &r.targets[0].selector else {
+            return true;
+        };
+        self.current_rule = idx;
+        let Some(tx) = self.vars.get(&Var::Tx) else {
+            return false;
+        };
+        // The variable's slot, found by name once a phase (a slot stays
+        // the variable's for the whole transaction).
+        let slot = match self.shared.tx_slots[key as usize] {
+            u32::MAX => match tx.find(name.as_bytes()) {
+                Some(slot) => {
+                    self.shared.tx_slots[key as usize] = slot;
+                    slot
+                }
+                None => return false,
+            },
+            slot => slot,
+        };
+        tx.value_at(slot).is_some_and(|v| self.test(r, v).is_some())
     }
 
     /// Evaluates a rule and the rest of its chain.
@@ -138,28 +196,20 @@ impl Transaction {
     /// every stage that changed a value under `multiMatch`. Values are
     /// tested in collection order (and a value's stages in chain order),
     /// as one value at a time would be.
-    fn match_column(&mut self, rules: &RuleSet, r: &Rule, t: &Target, slot: u32) -> bool {
-        let single = [r.chain];
-        let stages: &[ChainId] = if r.multi_match {
-            &rules.chains[r.chain as usize].path
+    fn match_column(&mut self, rules: &RuleSet, r: &Rule, t: &Target, c: u32) -> bool {
+        let stages: &[u32] = if r.multi_match {
+            rules.column_path(c)
         } else {
-            &single
+            std::slice::from_ref(&c)
         };
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
         let mut previous = None;
-        for (stage, &chain) in stages.iter().enumerate() {
-            let screened = r.prefilter.map(|screen| {
-                let g = if chain == r.chain {
-                    self.group_by_slot(rules, slot, t, chain)
-                } else {
-                    self.group(rules, t.var, &t.selector, chain)
-                };
-                (screen, g)
-            });
+        for (stage, &pair) in stages.iter().enumerate() {
+            let screened = r.prefilter.map(|screen| (screen, self.group(rules, pair)));
             let (at, len) = match screened {
                 Some((_, g)) => (g.column, g.len),
-                None => self.column(rules, t.var, &t.selector, chain),
+                None => self.column(rules, pair),
             };
             if previous == Some(at) {
                 // The stage changed no value (its column is the last one).

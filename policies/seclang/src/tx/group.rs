@@ -22,8 +22,8 @@ use rustc_hash::FxHashMap;
 
 use super::Transaction;
 use super::store::Str;
-use crate::model::{Selector, Target};
-use crate::ruleset::{ChainId, RuleSet};
+use crate::model::Selector;
+use crate::ruleset::{ChainId, ColumnDef, RuleSet};
 use crate::transform::{Mask, Transform, byte_mask, untouched};
 use crate::vars::Var;
 
@@ -82,8 +82,11 @@ pub(crate) struct Shared {
     masks: Vec<Mask>,
     /// The prefilter's verdict on each raw value (`UNSCANNED` until asked).
     raw: Vec<u32>,
-    bases: FxHashMap<(Var, u8), Base>,
-    columns: FxHashMap<(Var, u8, ChainId), u32>,
+    /// By the rule set's collection index (`ColumnDef::base`).
+    bases: Vec<Option<Base>>,
+    /// Where each (collection, chain) pair's column is, by its index in
+    /// `RuleSet::columns` (`UNSET` until made).
+    columns: Vec<u32>,
     /// Columns by the column they were made from and the step.
     derived: FxHashMap<(u32, u32, Transform), u32>,
     pub hot: Vec<Hot>,
@@ -101,33 +104,43 @@ pub(crate) struct Shared {
     /// group; an empty column starts where the next one does, hence the
     /// length).
     groups: FxHashMap<(u32, u32), GroupAt>,
-    /// The same groups by collection and chain.
-    group_of: FxHashMap<(Var, u8, ChainId), GroupAt>,
-    /// The same groups by lane slot (`RuleSet::lanes`), found without
-    /// hashing: what most rules ask for.
-    by_slot: Vec<Option<GroupAt>>,
+    /// The same groups by (collection, chain) pair, as `columns`.
+    group_of: Vec<Option<GroupAt>>,
+    /// The `TX` variables' slots (`Vars::find`) by `Quick::TxValue` key,
+    /// `UNSET` until looked up in the phase.
+    pub tx_slots: Vec<u32>,
 }
 
 impl Shared {
-    /// Forgets everything (the collections may have grown); keeps the
-    /// buffers' memory.
-    pub fn clear(&mut self, slots: u32) {
-        self.by_slot.clear();
-        self.by_slot.resize(slots as usize, None);
+    /// Forgets everything (the collections may have grown), keeping the
+    /// buffers' memory, and makes room for `rules`' (collection, chain)
+    /// pairs, collections and `TX` keys.
+    pub fn clear(&mut self, rules: &RuleSet) {
+        self.empty();
+        let pairs = rules.columns.len();
+        self.columns.resize(pairs, UNSET);
+        self.group_of.resize(pairs, None);
+        self.bases.resize(rules.bases as usize, None);
+        self.tx_slots.resize(rules.tx_keys as usize, UNSET);
+    }
+
+    /// Forgets everything, keeping the buffers' memory.
+    pub fn empty(&mut self) {
+        self.columns.clear();
+        self.group_of.clear();
+        self.bases.clear();
+        self.tx_slots.clear();
         self.out.clear();
         self.cells.clear();
         self.cell_masks.clear();
         self.masks.clear();
         self.raw.clear();
-        self.bases.clear();
-        self.columns.clear();
         self.derived.clear();
         self.hot.clear();
         self.runs.clear();
         self.by_run.clear();
         self.unions.clear();
         self.groups.clear();
-        self.group_of.clear();
     }
 
     /// A column's values.
@@ -143,6 +156,12 @@ impl Shared {
     /// The value at entry `i` of the column at `column`.
     pub fn cell(&self, column: u32, i: u32) -> Str {
         self.cells[(column + i) as usize]
+    }
+
+    /// The group of (collection, chain) pair `c`, when made in this
+    /// phase.
+    pub fn group_of(&self, c: u32) -> Option<GroupAt> {
+        self.group_of[c as usize]
     }
 
     /// A group's runs of hot values, one per verdict.
@@ -165,49 +184,23 @@ const TINY: u32 = 16;
 
 const UNSCANNED: u32 = u32::MAX;
 const NOTHING: u32 = u32::MAX - 1;
-
-fn kind_of(sel: &Selector) -> u8 {
-    u8::from(matches!(sel, Selector::XmlAttributes))
-}
+const UNSET: u32 = u32::MAX;
 
 impl Transaction {
-    /// [`Transaction::group`] of a rule's column lane `slot` (its target
-    /// `t` through the rule's own chain), by slot: `t` is read only the
-    /// first time in a phase.
-    pub(crate) fn group_by_slot(
-        &mut self,
-        rules: &RuleSet,
-        slot: u32,
-        t: &Target,
-        chain: ChainId,
-    ) -> GroupAt {
-        if let Some(g) = self.shared.by_slot[slot as usize] {
+    /// The values of (collection, chain) pair `c`'s column that can
+    /// match some prefiltered rule, computed once per phase.
+    pub(crate) fn group(&mut self, rules: &RuleSet, c: u32) -> GroupAt {
+        if let Some(g) = self.shared.group_of[c as usize] {
             return g;
         }
-        let g = self.group(rules, t.var, &t.selector, chain);
-        self.shared.by_slot[slot as usize] = Some(g);
-        g
-    }
-
-    /// The values of a whole collection through `chain` that can match
-    /// some prefiltered rule, computed once per phase.
-    pub(crate) fn group(
-        &mut self,
-        rules: &RuleSet,
-        var: Var,
-        sel: &Selector,
-        chain: ChainId,
-    ) -> GroupAt {
-        let kind = kind_of(sel);
-        if let Some(&g) = self.shared.group_of.get(&(var, kind, chain)) {
-            return g;
-        }
-        let (column, len) = self.column(rules, var, sel, chain);
+        let (column, len) = self.column(rules, c);
         if let Some(&g) = self.shared.groups.get(&(column, len)) {
-            self.shared.group_of.insert((var, kind, chain), g);
+            self.shared.group_of[c as usize] = Some(g);
             return g;
         }
-        let base = self.base(var, sel);
+        let def = rules.columns[c as usize];
+        let var = def.var;
+        let base = self.base(def);
         let words = rules.prefilter.whole().words();
         let union = self.shared.unions.len();
         self.shared.unions.resize(union + words, 0);
@@ -285,21 +278,25 @@ impl Transaction {
             len,
         };
         self.shared.groups.insert((column, len), g);
-        self.shared.group_of.insert((var, kind, chain), g);
+        self.shared.group_of[c as usize] = Some(g);
         g
     }
 
-    /// A collection's raw values and byte classes, in view order.
-    fn base(&mut self, var: Var, sel: &Selector) -> Base {
-        let kind = kind_of(sel);
-        if let Some(&b) = self.shared.bases.get(&(var, kind)) {
+    /// A pair's collection's raw values and byte classes, in view order.
+    fn base(&mut self, def: ColumnDef) -> Base {
+        if let Some(b) = self.shared.bases[def.base as usize] {
             return b;
         }
+        let sel = if def.attrs {
+            &Selector::XmlAttributes
+        } else {
+            &Selector::All
+        };
         let (mut cells, mut masks) = (
             std::mem::take(&mut self.shared.cells),
             std::mem::take(&mut self.shared.masks),
         );
-        let view = self.view(var, sel).expect("a column's variable");
+        let view = self.view(def.var, sel).expect("a column's variable");
         let mut base = Base {
             column: cells.len() as u32,
             at: masks.len() as u32,
@@ -321,37 +318,33 @@ impl Transaction {
             .extend_from_slice(&masks[base.at as usize..]);
         self.shared.raw.resize(masks.len(), UNSCANNED);
         (self.shared.cells, self.shared.masks) = (cells, masks);
-        self.shared.bases.insert((var, kind), base);
+        self.shared.bases[def.base as usize] = Some(base);
         base
     }
 
-    /// A collection's values through `chain`, by entry (where they start
-    /// in the cells, and how many): the parent chain's column with the
-    /// last step applied.
-    pub(crate) fn column(
-        &mut self,
-        rules: &RuleSet,
-        var: Var,
-        sel: &Selector,
-        chain: ChainId,
-    ) -> (u32, u32) {
-        let kind = kind_of(sel);
-        let base = self.base(var, sel);
-        if let Some(&c) = self.shared.columns.get(&(var, kind, chain)) {
-            return (c, base.len);
+    /// Pair `c`'s collection's values through its chain, by entry (where
+    /// they start in the cells, and how many): the parent pair's column
+    /// with the chain's last step applied.
+    pub(crate) fn column(&mut self, rules: &RuleSet, c: u32) -> (u32, u32) {
+        let def = rules.columns[c as usize];
+        let base = self.base(def);
+        let at = self.shared.columns[c as usize];
+        if at != UNSET {
+            return (at, base.len);
         }
-        let def = &rules.chains[chain as usize];
+        let chain = &rules.chains[def.chain as usize];
         // A chain that leaves every class present as it is leaves every
         // value (a step changes a value only through its trigger bytes),
         // as it leaves an empty collection.
-        let at = if chain == 0 || base.len == 0 || def.is_identity_for(base.union) {
-            base.column
-        } else {
-            let (parent, _) = self.column(rules, var, sel, def.parent.unwrap_or(0));
-            let step = *def.steps.last().expect("a chain with a parent has steps");
-            self.derived_column(parent, base.len, step)
+        let at = match def.parent {
+            Some(parent) if base.len > 0 && !chain.is_identity_for(base.union) => {
+                let (parent, _) = self.column(rules, parent);
+                let step = *chain.steps.last().expect("a chain with a parent has steps");
+                self.derived_column(parent, base.len, step)
+            }
+            _ => base.column,
         };
-        self.shared.columns.insert((var, kind, chain), at);
+        self.shared.columns[c as usize] = at;
         (at, base.len)
     }
 

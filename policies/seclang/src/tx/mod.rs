@@ -330,7 +330,7 @@ impl Transaction {
         scanned_long.clear();
         scanned_sets.clear();
         verdicts.clear();
-        shared.clear(0);
+        shared.empty();
         let config = rules.config().clone();
         let mut arena = Arena::reusing(arena);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -416,7 +416,7 @@ impl Transaction {
         self.scanned_long.clear();
         self.scanned_sets.clear();
         self.verdicts.clear();
-        self.shared.clear(0);
+        self.shared.empty();
         for v in self.vars.values_mut() {
             v.unset_all();
         }

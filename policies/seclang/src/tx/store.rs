@@ -128,8 +128,18 @@ pub struct Vars {
 
 impl Vars {
     pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
-        let i = with_lower(key, |k| self.index.get(k).copied())?;
-        let slot = &self.slots[i];
+        self.value_at(self.find(key)?)
+    }
+
+    /// The slot of `key`, set or not: it stays `key`'s until
+    /// [`Vars::unset_all`].
+    pub fn find(&self, key: &[u8]) -> Option<u32> {
+        with_lower(key, |k| self.index.get(k).map(|&i| i as u32))
+    }
+
+    /// The value in slot `i` (from [`Vars::find`]), if set.
+    pub fn value_at(&self, i: u32) -> Option<&[u8]> {
+        let slot = &self.slots[i as usize];
         slot.live.then_some(slot.value.as_slice())
     }
 
