@@ -111,11 +111,10 @@ impl Transaction {
     fn may_match(&mut self, rules: &RuleSet, screen: Screen, lanes: (u32, u32)) -> bool {
         let lanes = &rules.lanes[lanes.0 as usize..][..lanes.1 as usize];
         for lane in lanes {
-            let c = lane.column.expect("a quick rule's lanes are columns");
-            let g = match self.shared.group_of(c) {
-                Some(g) => g,
-                None => self.group(rules, c),
-            };
+            let g = self.group(
+                rules,
+                lane.column.expect("a quick rule's lanes are columns"),
+            );
             if screen.passes(&self.shared.unions[g.union as usize..]) {
                 return true;
             }

@@ -158,12 +158,6 @@ impl Shared {
         self.cells[(column + i) as usize]
     }
 
-    /// The group of (collection, chain) pair `c`, when made in this
-    /// phase.
-    pub fn group_of(&self, c: u32) -> Option<GroupAt> {
-        self.group_of[c as usize]
-    }
-
     /// A group's runs of hot values, one per verdict.
     pub fn runs(&self, g: GroupAt) -> &[Run] {
         &self.runs[g.runs.0 as usize..g.runs.1 as usize]
