@@ -112,6 +112,7 @@ pub mod a2a_bindings {
 
 pub mod a2a;
 pub mod filter;
+mod memcmp;
 
 /// Streaming the answer of `handle`: [`stream::start`] sends the status and
 /// headers at once, [`stream::write`] each chunk of the body as it is

@@ -20,6 +20,9 @@ pub enum Part {
     Lit(String),
     /// A variable, and the key within it (lowercase) for a collection.
     Var(Var, Option<String>),
+    /// A `TX` variable by its number (`%{tx.key}` once the rule set is
+    /// compiled; see `RuleSet::tx_names`).
+    Tx(u32),
 }
 
 impl Macro {
@@ -178,6 +181,9 @@ pub struct SetVar {
     pub collection: Var,
     pub key: Macro,
     pub op: SetOp,
+    /// The `TX` variable's number when the key is a text, given when the
+    /// rule set is compiled (see `RuleSet::tx_names`).
+    pub slot: Option<u32>,
 }
 
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@
 //! reads it and none changes it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::compile::prefilter::{Prefilters, Screen};
 use crate::error::Location;
@@ -109,10 +110,9 @@ pub(crate) enum Quick {
     Columns { screen: Screen, lanes: (u32, u32) },
     /// One target, `TX:key`, neither counted nor transformed: the rule can
     /// match only when the variable is set and its value passes the
-    /// operator (CRS's paranoia-level and score checks). `key`: the
-    /// key's number among the set's such keys (compared without case), by
-    /// which a phase finds the variable once.
-    TxValue { key: u32 },
+    /// operator (CRS's paranoia-level and score checks). `slot`: the
+    /// variable's number ([`RuleSet::tx_names`]).
+    TxValue { slot: u32 },
 }
 
 /// One entry of a phase's rule list.
@@ -211,8 +211,11 @@ pub struct RuleSet {
     pub(crate) bases: u32,
     /// Every rule's [`Quick`], by index.
     pub(crate) quick: Vec<Quick>,
-    /// How many keys [`Quick::TxValue`] numbers.
-    pub(crate) tx_keys: u32,
+    /// The `TX` variables the rules name in their text (targets,
+    /// `setvar` keys, `%{tx.…}` references), lowercase, by number: every
+    /// transaction gives them its first `TX` slots, so a rule reads and
+    /// writes them by number, without looking their names up.
+    pub(crate) tx_names: Arc<[Box<[u8]>]>,
     pub(crate) by_id: HashMap<u32, RuleIdx>,
     pub(crate) notices: Vec<String>,
 }

@@ -8,7 +8,9 @@
 //! changed a value, the validating operators skip only values without
 //! the bytes they look for, `MATCHED_VARS` is the current rule's own in
 //! every transaction, values copied out of changing variables (`TX`, a
-//! count) carry their own names, and a rule file using something the engine
+//! count) carry their own names, a `TX` variable named in a rule and one
+//! named by a request are the same, rules past the time limit stop and
+//! block, and a rule file using something the engine
 //! does not implement refuses to load with `file:line` and its name.
 
 use std::sync::Arc;
@@ -356,4 +358,70 @@ fn values_of_changing_variables_carry_their_names() {
     assert_eq!(var("size"), "ARGS_COMBINED_SIZE=8");
     assert_eq!(var("names"), "MATCHED_VARS_NAMES:ARGS:b=ARGS:b");
     assert_eq!(var("key"), "TX:beta=Second");
+}
+
+const NUMBERED: &str = r#"SecRuleEngine On
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.Score=5,setvar:tx.gone=x"
+SecAction "id:2,phase:1,pass,nolog,setvar:tx.score=+2,setvar:!tx.GONE"
+SecRule ARGS_NAMES "@rx ^k$" "id:3,phase:2,pass,nolog,setvar:'tx.%{MATCHED_VAR}=%{tx.SCORE}'"
+SecRule ARGS_NAMES "@rx (?i)^score$" "id:4,phase:2,pass,nolog,setvar:'tx.%{MATCHED_VAR}=+10'"
+SecRule TX:score "@eq 17" "id:5,phase:2,pass,log"
+SecRule TX:/^(score|k|gone)$/ "@rx ." "id:6,phase:2,pass,nolog,setvar:'tx.seen=%{tx.seen}|%{MATCHED_VAR_NAME}=%{MATCHED_VAR}'"
+SecRule TX:k "@streq 7" "id:7,phase:2,pass,log,setvar:!tx.k"
+SecRule &TX:k "@eq 0" "id:8,phase:2,pass,log"
+"#;
+
+/// A `TX` variable the rules name in their text and one whose name a
+/// request makes are the same variable, whatever the case of either:
+/// set, added to, deleted, read in a macro and listed (under its name as
+/// last written, in the order first set) alike, in every transaction.
+#[test]
+fn tx_variables_named_in_rules_and_by_requests_are_the_same() {
+    let rules = Arc::new(RuleSet::from_text(NUMBERED).unwrap_or_else(|e| panic!("{e}")));
+    let mut scratch = seclang::Scratch::default();
+    for _ in 0..2 {
+        let mut tx = Transaction::reusing(rules.clone(), Limits::default(), scratch);
+        tx.connection("127.0.0.1", 40000, "127.0.0.1", 80);
+        tx.request_line("GET", "/?k=1&SCORE=1", "HTTP/1.1");
+        tx.process_request_headers();
+        tx.process_request_body();
+        let ids: Vec<u32> = tx.matched().iter().map(|m| m.id).collect();
+        assert_eq!(ids, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(tx.var("tx", "score").as_deref(), Some("17"));
+        assert_eq!(tx.var("tx", "gone"), None);
+        assert_eq!(tx.var("tx", "k"), None);
+        assert_eq!(tx.var("tx", "seen").as_deref(), Some("|TX:SCORE=17|TX:k=7"));
+        scratch = tx.into_scratch();
+    }
+}
+
+/// Rules past the time limit stop, and the request is blocked for it
+/// (or passes, when the limits say so): the clock is read every few
+/// dozen rules, so a phase of 200 rules stops well before its end.
+#[test]
+fn rules_past_the_time_limit_stop_and_block() {
+    let mut text = String::from("SecRuleEngine On\n");
+    for id in 1..=200 {
+        text.push_str(&format!("SecAction \"id:{id},phase:1,pass,log\"\n"));
+    }
+    let rules = Arc::new(RuleSet::from_text(&text).unwrap_or_else(|e| panic!("{e}")));
+    for past in [seclang::PastLimit::Block, seclang::PastLimit::Pass] {
+        let limits = Limits {
+            time: std::time::Duration::ZERO,
+            past,
+            ..Limits::default()
+        };
+        let mut tx = Transaction::new(rules.clone(), limits);
+        tx.request_line("GET", "/", "HTTP/1.1");
+        tx.process_request_headers();
+        let (ran, decided) = (tx.matched().len(), tx.intervention().cloned());
+        assert!(ran > 0 && ran < 200, "{ran} rules ran");
+        match past {
+            seclang::PastLimit::Block => {
+                let i = decided.expect("blocked");
+                assert_eq!((i.status, i.limit), (403, Some(seclang::Limit::Time)));
+            }
+            seclang::PastLimit::Pass => assert_eq!(decided, None),
+        }
+    }
 }

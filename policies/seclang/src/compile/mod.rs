@@ -7,6 +7,7 @@
 
 pub mod literals;
 pub mod prefilter;
+mod tx_names;
 
 use std::collections::HashMap;
 
@@ -371,11 +372,14 @@ impl Loader<'_> {
         let chains = self.intern_chains();
         let prefilter = self.build_prefilter()?;
         let (lanes, columns) = lanes(&mut self.rules, &chains);
-        let mut tx_keys = HashMap::new();
+        let mut tx_names = tx_names::TxNames::default();
+        for r in &mut self.rules {
+            tx_names.number_rule(r);
+        }
         let quick = self
             .rules
             .iter()
-            .map(|r| quick(r, &lanes, &mut tx_keys))
+            .map(|r| quick(r, &lanes, &mut tx_names))
             .collect();
         let skip_to = std::array::from_fn(|phase| skip_targets(&self.phases[phase], &self.rules));
         Ok(RuleSet {
@@ -390,7 +394,7 @@ impl Loader<'_> {
             column_paths: columns.paths,
             bases: columns.bases.len() as u32,
             quick,
-            tx_keys: tx_keys.len() as u32,
+            tx_names: tx_names.into_names(),
             by_id: self.by_id,
             notices: self.notices,
         })
@@ -717,8 +721,8 @@ impl Columns {
     }
 }
 
-/// Rule `r`'s [`Quick`] check; `tx_keys` numbers the `TX` keys read.
-fn quick(r: &Rule, lanes: &[Lane], tx_keys: &mut HashMap<String, u32>) -> Quick {
+/// Rule `r`'s [`Quick`] check; `tx_names` numbers the `TX` keys read.
+fn quick(r: &Rule, lanes: &[Lane], tx_names: &mut tx_names::TxNames) -> Quick {
     let mine = &lanes[r.lanes as usize..][..r.targets.len()];
     match (r.prefilter, &r.targets[..]) {
         _ if r.multi_match || r.targets.is_empty() => Quick::Evaluate,
@@ -728,12 +732,9 @@ fn quick(r: &Rule, lanes: &[Lane], tx_keys: &mut HashMap<String, u32>) -> Quick 
         },
         (_, [t]) if t.var == crate::vars::Var::Tx && !t.count && r.chain == 0 => {
             match &t.selector {
-                crate::model::Selector::Key(k) => {
-                    let next = tx_keys.len() as u32;
-                    Quick::TxValue {
-                        key: *tx_keys.entry(k.to_ascii_lowercase()).or_insert(next),
-                    }
-                }
+                crate::model::Selector::Key(k) => Quick::TxValue {
+                    slot: tx_names.number(k),
+                },
                 _ => Quick::Evaluate,
             }
         }

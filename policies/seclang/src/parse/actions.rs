@@ -174,6 +174,7 @@ fn setvar(v: &str) -> Result<SetVar, String> {
         collection,
         key,
         op,
+        slot: None,
     })
 }
 

@@ -25,8 +25,13 @@ use crate::operator::{self, OpKind, Param};
 use crate::ruleset::{ChainId, Quick, Rule, RuleIdx, RuleSet, Step, allow_covers};
 use crate::vars::Var;
 
-/// How many rules run between two looks at the clock.
-const CLOCK_EVERY: u32 = 16;
+/// How many rules run between two looks at the clock. In a guest a look
+/// is a call to the host (about a third of a microsecond, against about
+/// one for a rule that tests something), and the time limit is hundreds
+/// of milliseconds: at 16, a CRS request spent 4 % of its time reading
+/// the clock. A rule's own cost is bounded by the limits on what it
+/// inspects, so 64 rules past the limit stay within it by far.
+const CLOCK_EVERY: u32 = 64;
 
 impl Transaction {
     pub(crate) fn run_phase(&mut self, phase: u8) {
@@ -57,7 +62,7 @@ impl Transaction {
             let may_match = match rules.quick[idx as usize] {
                 Quick::Evaluate => true,
                 Quick::Columns { screen, lanes } => self.may_match(&rules, screen, lanes),
-                Quick::TxValue { key } => self.tx_may_match(&rules, idx, key),
+                Quick::TxValue { slot } => self.tx_may_match(&rules, idx, slot),
             };
             if !may_match {
                 // As an evaluation that matched nothing leaves it.
@@ -125,28 +130,12 @@ impl Transaction {
     /// Whether a rule of [`Quick::TxValue`] can match: its variable is set
     /// and the operator passes its value (as evaluating the rule would
     /// test it; an excluded target is left to the evaluation).
-    fn tx_may_match(&mut self, rules: &RuleSet, idx: RuleIdx, key: u32) -> bool {
+    fn tx_may_match(&mut self, rules: &RuleSet, idx: RuleIdx, slot: u32) -> bool {
         let r = rules.rule_at(idx);
-        let Selector::Key(name) = &r.targets[0].selector else {
-            return true;
-        };
         self.current_rule = idx;
-        let Some(tx) = self.vars.get(&Var::Tx) else {
-            return false;
-        };
-        // The variable's slot, found by name once a phase (a slot stays
-        // the variable's for the whole transaction).
-        let slot = match self.shared.tx_slots[key as usize] {
-            u32::MAX => match tx.find(name.as_bytes()) {
-                Some(slot) => {
-                    self.shared.tx_slots[key as usize] = slot;
-                    slot
-                }
-                None => return false,
-            },
-            slot => slot,
-        };
-        tx.value_at(slot).is_some_and(|v| self.test(r, v).is_some())
+        self.tx
+            .value_at(slot)
+            .is_some_and(|v| self.test(r, v).is_some())
     }
 
     /// Evaluates a rule and the rest of its chain.
@@ -508,9 +497,8 @@ impl Transaction {
         if r.capture && !caps.is_empty() {
             const DIGITS: [&[u8]; 10] =
                 [b"0", b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8", b"9"];
-            let tx = self.vars.entry(Var::Tx).or_default();
             for (key, c) in DIGITS.iter().zip(caps) {
-                tx.set(key, c);
+                self.tx.set(key, c);
             }
         }
         for sv in &r.setvars {
@@ -522,46 +510,50 @@ impl Transaction {
     /// for the transaction, and a value is copied into the variable's own
     /// buffer, so a setvar allocates only when it creates a variable.
     fn setvar(&mut self, sv: &SetVar) {
-        let (mut key, mut value) = std::mem::take(&mut self.setvar_bufs);
-        key.clear();
+        let (mut buf, mut value) = std::mem::take(&mut self.setvar_bufs);
+        buf.clear();
         value.clear();
-        self.expand_into(&sv.key, &mut key);
-        match &sv.op {
-            SetOp::Delete => {
-                if let Some(c) = self.vars.get_mut(&sv.collection) {
-                    c.remove(&key);
-                }
+        // A numbered `TX` variable's key is a text: no expansion, and the
+        // variable is read and written by its number.
+        let key: &[u8] = match (sv.slot, sv.key.as_literal()) {
+            (Some(_), Some(k)) => k.as_bytes(),
+            _ => {
+                self.expand_into(&sv.key, &mut buf);
+                &buf
             }
-            SetOp::Set(m) => {
-                self.expand_into(m, &mut value);
-                self.vars
-                    .entry(sv.collection)
-                    .or_default()
-                    .set_bytes(&key, &value);
-            }
-            SetOp::Add(m) | SetOp::Sub(m) => {
-                self.expand_into(m, &mut value);
-                let delta = operator::atoi(&value);
-                let cur = self
-                    .vars
-                    .get(&sv.collection)
-                    .and_then(|c| c.get(&key))
-                    .map(operator::atoi)
-                    .unwrap_or(0);
-                let n = if matches!(sv.op, SetOp::Add(_)) {
-                    cur.saturating_add(delta)
-                } else {
-                    cur.saturating_sub(delta)
-                };
-                value.clear();
-                operator::write_decimal(n, &mut value);
-                self.vars
-                    .entry(sv.collection)
-                    .or_default()
-                    .set_bytes(&key, &value);
-            }
+        };
+        if let SetOp::Set(m) | SetOp::Add(m) | SetOp::Sub(m) = &sv.op {
+            self.expand_into(m, &mut value);
         }
-        self.setvar_bufs = (key, value);
+        if let SetOp::Add(_) | SetOp::Sub(_) = &sv.op {
+            let delta = operator::atoi(&value);
+            let cur = match sv.slot {
+                Some(slot) => self.tx.value_at(slot),
+                None => self.vars_of(sv.collection).and_then(|c| c.get(key)),
+            };
+            let cur = cur.map(operator::atoi).unwrap_or(0);
+            let n = if matches!(sv.op, SetOp::Add(_)) {
+                cur.saturating_add(delta)
+            } else {
+                cur.saturating_sub(delta)
+            };
+            value.clear();
+            operator::write_decimal(n, &mut value);
+        }
+        match (&sv.op, sv.slot) {
+            (SetOp::Delete, Some(slot)) => self.tx.remove_at(slot),
+            (SetOp::Delete, None) => match sv.collection {
+                Var::Tx => self.tx.remove(key),
+                other => {
+                    if let Some(c) = self.vars.get_mut(&other) {
+                        c.remove(key);
+                    }
+                }
+            },
+            (_, Some(slot)) => self.tx.set_bytes_at(slot, key, &value),
+            (_, None) => self.vars_mut(sv.collection).set_bytes(key, &value),
+        }
+        self.setvar_bufs = (buf, value);
     }
 
     /// The actions a link runs once its whole chain matched.
@@ -570,7 +562,7 @@ impl Transaction {
             self.ctl(c);
         }
         for (var, _) in &r.initcols {
-            self.vars.entry(*var).or_default();
+            self.vars_mut(*var);
         }
         for (name, value) in &r.setenvs {
             let v = self.expand(value);

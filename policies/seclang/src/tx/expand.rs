@@ -22,6 +22,11 @@ impl Transaction {
             match p {
                 Part::Lit(s) => out.extend_from_slice(s.as_bytes()),
                 Part::Var(var, key) => self.expand_var(*var, key.as_deref(), out),
+                Part::Tx(slot) => {
+                    if let Some(v) = self.tx.value_at(*slot) {
+                        out.extend_from_slice(v);
+                    }
+                }
             }
         }
     }
@@ -92,7 +97,7 @@ impl Transaction {
                 }
             }
             _ => {
-                if let Some(v) = self.vars.get(&var).and_then(|c| c.get(key.as_bytes())) {
+                if let Some(v) = self.vars_of(var).and_then(|c| c.get(key.as_bytes())) {
                     out.extend_from_slice(v);
                 }
             }

@@ -106,9 +106,6 @@ pub(crate) struct Shared {
     groups: FxHashMap<(u32, u32), GroupAt>,
     /// The same groups by (collection, chain) pair, as `columns`.
     group_of: Vec<Option<GroupAt>>,
-    /// The `TX` variables' slots (`Vars::find`) by `Quick::TxValue` key,
-    /// `UNSET` until looked up in the phase.
-    pub tx_slots: Vec<u32>,
 }
 
 impl Shared {
@@ -121,7 +118,6 @@ impl Shared {
         self.columns.resize(pairs, UNSET);
         self.group_of.resize(pairs, None);
         self.bases.resize(rules.bases as usize, None);
-        self.tx_slots.resize(rules.tx_keys as usize, UNSET);
     }
 
     /// Forgets everything, keeping the buffers' memory.
@@ -129,7 +125,6 @@ impl Shared {
         self.columns.clear();
         self.group_of.clear();
         self.bases.clear();
-        self.tx_slots.clear();
         self.out.clear();
         self.cells.clear();
         self.cell_masks.clear();

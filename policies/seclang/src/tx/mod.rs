@@ -196,6 +196,9 @@ pub struct Transaction {
     pub(crate) mp_headers: Collection,
     pub(crate) xml_text: Collection,
     pub(crate) xml_attrs: Collection,
+    /// `TX`, apart from the other writable collections: its variables
+    /// named in the rules' text have numbers ([`RuleSet::tx_names`]).
+    pub(crate) tx: Vars,
     pub(crate) vars: FxHashMap<Var, Vars>,
     pub(crate) env: Vars,
     pub(crate) matched_var: Vec<u8>,
@@ -289,6 +292,7 @@ pub struct Scratch {
     shared: group::Shared,
     candidates: Vec<(u32, u32, Str)>,
     /// The writable collections, every variable unset.
+    tx: Vars,
     vars: FxHashMap<Var, Vars>,
     matched_vars: values::MatchedVars,
 }
@@ -322,9 +326,11 @@ impl Transaction {
             seen,
             mut shared,
             candidates,
+            mut tx,
             vars,
             matched_vars,
         } = scratch;
+        tx.preset(&rules.tx_names);
         transformed.clear();
         scanned_bytes.clear();
         scanned_long.clear();
@@ -361,6 +367,7 @@ impl Transaction {
             mp_headers: Collection::default(),
             xml_text: Collection::default(),
             xml_attrs: Collection::default(),
+            tx,
             vars,
             env: Vars::default(),
             matched_var: Vec::new(),
@@ -417,6 +424,7 @@ impl Transaction {
         self.scanned_sets.clear();
         self.verdicts.clear();
         self.shared.empty();
+        self.tx.unset_all();
         for v in self.vars.values_mut() {
             v.unset_all();
         }
@@ -438,6 +446,7 @@ impl Transaction {
             seen: emptied(self.seen),
             shared: self.shared,
             candidates: emptied(self.candidates),
+            tx: self.tx,
             vars: self.vars,
             matched_vars: self.matched_vars.kept(),
         }
@@ -469,10 +478,25 @@ impl Transaction {
     /// A writable variable's value (`var("tx", "blocking_inbound_anomaly_score")`).
     pub fn var(&self, collection: &str, key: &str) -> Option<String> {
         let v = Var::parse(collection)?;
-        self.vars
-            .get(&v)?
+        self.vars_of(v)?
             .get(key.as_bytes())
             .map(|b| String::from_utf8_lossy(b).into_owned())
+    }
+
+    /// The writable collection `var`, if it exists.
+    pub(crate) fn vars_of(&self, var: Var) -> Option<&Vars> {
+        match var {
+            Var::Tx => Some(&self.tx),
+            _ => self.vars.get(&var),
+        }
+    }
+
+    /// The writable collection `var`, made when it does not exist.
+    pub(crate) fn vars_mut(&mut self, var: Var) -> &mut Vars {
+        match var {
+            Var::Tx => &mut self.tx,
+            _ => self.vars.entry(var).or_default(),
+        }
     }
 
     /// `ctl:auditEngine` and other logging changes rules asked for.

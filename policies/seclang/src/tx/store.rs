@@ -4,6 +4,8 @@
 //! never copied), the keyed collections, and the writable variables
 //! (`TX`, `IP`, …) in insertion order.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use crate::transform::{Mask, byte_mask};
@@ -117,6 +119,10 @@ const KEEP: usize = 512;
 /// finds the variables that one created unset, with their memory, so
 /// that setting the same variables again (as CRS does on every request)
 /// allocates nothing.
+///
+/// A rule set numbers the variables its rules name in their text
+/// ([`Vars::preset`]): those have the first slots, in that order, so a
+/// compiled rule reads and writes them by number, without hashing.
 #[derive(Debug, Default, Clone)]
 pub struct Vars {
     index: FxHashMap<Box<[u8]>, usize>,
@@ -124,9 +130,32 @@ pub struct Vars {
     /// Slots in the order they were set; an entry whose slot was unset
     /// and set again since (its `at` moved on) is skipped.
     order: Vec<u32>,
+    /// The names of the first slots, when preset.
+    preset: Option<Arc<[Box<[u8]>]>>,
 }
 
 impl Vars {
+    /// Gives `names` (lowercase, distinct) the first slots, unset, unless
+    /// they have them already; anything else is forgotten then.
+    pub fn preset(&mut self, names: &Arc<[Box<[u8]>]>) {
+        if self.preset.as_ref().is_some_and(|p| Arc::ptr_eq(p, names)) {
+            return;
+        }
+        *self = Vars::default();
+        for (i, name) in names.iter().enumerate() {
+            self.index.insert(name.clone(), i);
+            self.slots.push(Slot {
+                key: name.to_vec(),
+                ..Slot::default()
+            });
+        }
+        self.preset = Some(names.clone());
+    }
+
+    fn presets(&self) -> usize {
+        self.preset.as_ref().map_or(0, |p| p.len())
+    }
+
     pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
         self.value_at(self.find(key)?)
     }
@@ -156,6 +185,12 @@ impl Vars {
                 i
             }
         };
+        self.slot_at(i, key)
+    }
+
+    /// Slot `i` (a preset one, or one [`Vars::find`] gave), set as
+    /// [`Vars::slot`] sets it; `key` is its name as written now.
+    fn slot_at(&mut self, i: usize, key: &[u8]) -> &mut Slot {
         let slot = &mut self.slots[i];
         if !slot.live {
             slot.live = true;
@@ -180,6 +215,18 @@ impl Vars {
         v.extend_from_slice(value);
     }
 
+    /// [`Vars::set_bytes`] of preset slot `i`, named `key` as written.
+    pub fn set_bytes_at(&mut self, i: u32, key: &[u8], value: &[u8]) {
+        let v = &mut self.slot_at(i as usize, key).value;
+        v.clear();
+        v.extend_from_slice(value);
+    }
+
+    /// Unsets slot `i`.
+    pub fn remove_at(&mut self, i: u32) {
+        self.slots[i as usize].live = false;
+    }
+
     pub fn remove(&mut self, key: &[u8]) {
         if let Some(i) = with_lower(key, |k| self.index.get(k).copied()) {
             self.slots[i].live = false;
@@ -195,10 +242,14 @@ impl Vars {
     }
 
     /// Unsets every variable, keeping their memory for the next
-    /// transaction (or none, past [`KEEP`] variables).
+    /// transaction (or only the preset ones, past [`KEEP`] more).
     pub fn unset_all(&mut self) {
-        if self.slots.len() > KEEP {
+        if self.slots.len() > self.presets() + KEEP {
+            let preset = self.preset.take();
             *self = Vars::default();
+            if let Some(names) = preset {
+                self.preset(&names);
+            }
             return;
         }
         for slot in &mut self.slots {
@@ -270,6 +321,44 @@ mod tests {
         }
         v.unset_all();
         assert!(v.slots.is_empty() && v.index.is_empty());
+    }
+
+    #[test]
+    fn preset_variables_keep_their_numbers() {
+        let names: Arc<[Box<[u8]>]> = [b"score".to_vec().into(), b"pl".to_vec().into()].into();
+        let mut v = Vars::default();
+        v.preset(&names);
+        assert_eq!((v.find(b"SCORE"), v.find(b"pl")), (Some(0), Some(1)));
+        assert_eq!((v.value_at(0), v.iter().count()), (None, 0));
+        v.set_bytes_at(1, b"PL", b"2");
+        v.set_bytes(b"Score", b"5");
+        v.set_bytes(b"other", b"x");
+        let all: Vec<_> = v.iter().map(|(k, x)| (k.to_vec(), x.to_vec())).collect();
+        assert_eq!(
+            all,
+            [
+                (b"PL".to_vec(), b"2".to_vec()),
+                (b"Score".to_vec(), b"5".to_vec()),
+                (b"other".to_vec(), b"x".to_vec())
+            ]
+        );
+        v.remove_at(0);
+        assert_eq!(v.get(b"score"), None);
+        // Past KEEP variables beside them, only the preset ones are kept,
+        // with their numbers; the same names again change nothing.
+        for i in 0..=KEEP {
+            v.set_bytes(format!("k{i}").as_bytes(), b"x");
+        }
+        v.unset_all();
+        v.preset(&names);
+        assert_eq!(v.slots.len(), 2);
+        assert_eq!(
+            (v.find(b"score"), v.find(b"pl"), v.find(b"other")),
+            (Some(0), Some(1), None)
+        );
+        // Other names: the slots are theirs.
+        v.preset(&[b"pl".to_vec().into()].into());
+        assert_eq!((v.find(b"pl"), v.find(b"score")), (Some(0), None));
     }
 
     #[test]

@@ -297,7 +297,7 @@ impl Transaction {
             var => {
                 if let Selector::Key(k) = &t.selector {
                     // A direct lookup: no walk over the collection.
-                    if let Some(v) = self.vars.get(&var).and_then(|c| c.get(k.as_bytes()))
+                    if let Some(v) = self.vars_of(var).and_then(|c| c.get(k.as_bytes()))
                         && !self.excluded(r, var, k.as_bytes())
                     {
                         let key = Key::Held(out.hold(k.as_bytes()));
@@ -306,7 +306,7 @@ impl Transaction {
                     }
                     return;
                 }
-                if let Some(c) = self.vars.get(&var) {
+                if let Some(c) = self.vars_of(var) {
                     for (k, v) in c.iter() {
                         push(k, v);
                     }
