@@ -145,6 +145,9 @@ pub struct Target {
     pub selector: Selector,
     /// `&VAR`: the number of selected values instead of the values.
     pub count: bool,
+    /// For `TX:key`, the variable's number, given when the rule set is
+    /// compiled (see `RuleSet::tx_names`).
+    pub slot: Option<u32>,
 }
 
 /// `!VAR:key`: values a rule's targets of that variable leave out.

@@ -376,11 +376,7 @@ impl Loader<'_> {
         for r in &mut self.rules {
             tx_names.number_rule(r);
         }
-        let quick = self
-            .rules
-            .iter()
-            .map(|r| quick(r, &lanes, &mut tx_names))
-            .collect();
+        let quick = self.rules.iter().map(|r| quick(r, &lanes)).collect();
         let skip_to = std::array::from_fn(|phase| skip_targets(&self.phases[phase], &self.rules));
         Ok(RuleSet {
             rules: self.rules,
@@ -721,8 +717,8 @@ impl Columns {
     }
 }
 
-/// Rule `r`'s [`Quick`] check; `tx_names` numbers the `TX` keys read.
-fn quick(r: &Rule, lanes: &[Lane], tx_names: &mut tx_names::TxNames) -> Quick {
+/// Rule `r`'s [`Quick`] check (its `TX` targets numbered already).
+fn quick(r: &Rule, lanes: &[Lane]) -> Quick {
     let mine = &lanes[r.lanes as usize..][..r.targets.len()];
     match (r.prefilter, &r.targets[..]) {
         _ if r.multi_match || r.targets.is_empty() => Quick::Evaluate,
@@ -730,14 +726,10 @@ fn quick(r: &Rule, lanes: &[Lane], tx_names: &mut tx_names::TxNames) -> Quick {
             screen,
             lanes: (r.lanes, mine.len() as u32),
         },
-        (_, [t]) if t.var == crate::vars::Var::Tx && !t.count && r.chain == 0 => {
-            match &t.selector {
-                crate::model::Selector::Key(k) => Quick::TxValue {
-                    slot: tx_names.number(k),
-                },
-                _ => Quick::Evaluate,
-            }
-        }
+        (_, [t]) if t.var == crate::vars::Var::Tx && !t.count && r.chain == 0 => match t.slot {
+            Some(slot) => Quick::TxValue { slot },
+            None => Quick::Evaluate,
+        },
         _ => Quick::Evaluate,
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::model::{Macro, Part};
+use crate::model::{Macro, Part, Selector};
 use crate::operator::{OpKind, Param};
 use crate::ruleset::Rule;
 use crate::vars::Var;
@@ -37,6 +37,11 @@ impl TxNames {
     /// Numbers the `TX` variables rule `r` names in its `setvar` keys
     /// and its macros, and writes the numbers into the rule.
     pub(super) fn number_rule(&mut self, r: &mut Rule) {
+        for t in &mut r.targets {
+            if let (Var::Tx, Selector::Key(key)) = (t.var, &t.selector) {
+                t.slot = Some(self.number(key));
+            }
+        }
         for sv in &mut r.setvars {
             if sv.collection == Var::Tx
                 && let Some(key) = sv.key.as_literal()

@@ -29,6 +29,7 @@ pub fn parse(text: &str) -> Result<(Vec<Target>, Vec<Exclusion>), String> {
                 var,
                 selector,
                 count,
+                slot: None,
             });
         }
     }

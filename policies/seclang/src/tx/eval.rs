@@ -26,11 +26,9 @@ use crate::ruleset::{ChainId, Quick, Rule, RuleIdx, RuleSet, Step, allow_covers}
 use crate::vars::Var;
 
 /// How many rules run between two looks at the clock. In a guest a look
-/// is a call to the host (about a third of a microsecond, against about
-/// one for a rule that tests something), and the time limit is hundreds
-/// of milliseconds: at 16, a CRS request spent 4 % of its time reading
-/// the clock. A rule's own cost is bounded by the limits on what it
-/// inspects, so 64 rules past the limit stay within it by far.
+/// is a call to the host, and the time limit is hundreds of
+/// milliseconds; a rule's own cost is bounded by the limits on what it
+/// inspects, so 64 rules past the limit stay well within it.
 const CLOCK_EVERY: u32 = 64;
 
 impl Transaction {

@@ -297,7 +297,11 @@ impl Transaction {
             var => {
                 if let Selector::Key(k) = &t.selector {
                     // A direct lookup: no walk over the collection.
-                    if let Some(v) = self.vars_of(var).and_then(|c| c.get(k.as_bytes()))
+                    let v = match t.slot {
+                        Some(slot) => self.tx.value_at(slot),
+                        None => self.vars_of(var).and_then(|c| c.get(k.as_bytes())),
+                    };
+                    if let Some(v) = v
                         && !self.excluded(r, var, k.as_bytes())
                     {
                         let key = Key::Held(out.hold(k.as_bytes()));
