@@ -628,7 +628,9 @@ impl Transaction {
         if let Some(s) = r.severity {
             self.highest_severity = self.highest_severity.min(s);
         }
-        let (msg, logdata, tags) = if r.log {
+        // What only a log shows is kept only for rules that log: most
+        // matches are `nolog` bookkeeping (CRS: 77 a clean request).
+        let (msg, logdata, tags, matched_var) = if r.log {
             (
                 r.msg
                     .as_ref()
@@ -639,6 +641,7 @@ impl Transaction {
                     .map(|m| self.expand_text(m))
                     .unwrap_or_default(),
                 r.tags.clone(),
+                self.matched_var_name.clone(),
             )
         } else {
             Default::default()
@@ -651,7 +654,7 @@ impl Transaction {
             tags,
             severity: r.severity,
             log: r.log,
-            matched_var: self.matched_var_name.clone(),
+            matched_var,
         });
         if self.engine != EngineMode::On {
             return;

@@ -110,7 +110,8 @@ pub struct MatchedRule {
     pub severity: Option<u8>,
     /// Whether the rule logs (`log`, not `nolog`): what an error log shows.
     pub log: bool,
-    /// The variable of the last match (`ARGS:q`).
+    /// The variable of the last match (`ARGS:q`); empty, as `msg`,
+    /// `logdata` and `tags` are, for a rule that does not log.
     pub matched_var: String,
 }
 
@@ -295,6 +296,7 @@ pub struct Scratch {
     tx: Vars,
     vars: FxHashMap<Var, Vars>,
     matched_vars: values::MatchedVars,
+    matched: Vec<MatchedRule>,
 }
 
 fn emptied<T>(mut v: Vec<T>) -> Vec<T> {
@@ -329,6 +331,7 @@ impl Transaction {
             mut tx,
             vars,
             matched_vars,
+            matched,
         } = scratch;
         tx.preset(&rules.tx_names);
         transformed.clear();
@@ -405,7 +408,7 @@ impl Transaction {
             param_buf: Default::default(),
             intervention: None,
             allowed: None,
-            matched: Vec::new(),
+            matched: emptied(matched),
             highest_severity: 255,
             current_rule: 0,
             phases_run: [false; 6],
@@ -449,6 +452,7 @@ impl Transaction {
             tx: self.tx,
             vars: self.vars,
             matched_vars: self.matched_vars.kept(),
+            matched: emptied(self.matched),
         }
     }
 
