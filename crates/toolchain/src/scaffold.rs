@@ -35,6 +35,10 @@ const RUST: &[Template] = &[
         "wharf-guest/src/a2a.rs",
         include_str!("../../../guests/wharf-guest/src/a2a.rs"),
     ),
+    (
+        "wharf-guest/src/memcmp.rs",
+        include_str!("../../../guests/wharf-guest/src/memcmp.rs"),
+    ),
 ];
 const C: &[Template] = &[
     ("build.sh", include_str!("templates/c.build.sh")),
