@@ -29,6 +29,14 @@ pub enum Param {
     Macro(Macro),
 }
 
+/// A numeric operator's parameter: a number read once when the rule
+/// loads, or text with `%{…}` references read when the rule runs.
+#[derive(Debug, Clone)]
+pub enum NumParam {
+    Lit(i64),
+    Macro(Macro),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StrOp {
     Contains,
@@ -64,7 +72,7 @@ pub enum OpKind {
     RxMacro(Macro),
     Pm(Arc<PhraseSet>),
     Str(StrOp, Param),
-    Num(NumOp, Param),
+    Num(NumOp, NumParam),
     IpMatch(Arc<Vec<(IpAddr, u8)>>),
     /// Matches when a byte is outside the allowed set.
     ValidateByteRange(Arc<[bool; 256]>),
@@ -208,7 +216,11 @@ pub fn atoi(s: &[u8]) -> i64 {
 }
 
 pub fn number_op(op: NumOp, input: &[u8], param: &[u8]) -> bool {
-    let (a, b) = (atoi(input), atoi(param));
+    compare(op, atoi(input), atoi(param))
+}
+
+/// `a op b`.
+pub fn compare(op: NumOp, a: i64, b: i64) -> bool {
     match op {
         NumOp::Eq => a == b,
         NumOp::Ne => a != b,

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::model::{Macro, Part, Selector};
-use crate::operator::{OpKind, Param};
+use crate::operator::{NumParam, OpKind, Param};
 use crate::ruleset::Rule;
 use crate::vars::Var;
 
@@ -59,7 +59,7 @@ impl TxNames {
         match &mut r.op.kind {
             OpKind::RxMacro(m)
             | OpKind::Str(_, Param::Macro(m))
-            | OpKind::Num(_, Param::Macro(m)) => self.number_macro(m),
+            | OpKind::Num(_, NumParam::Macro(m)) => self.number_macro(m),
             _ => {}
         }
         let texts = [&mut r.msg, &mut r.logdata, &mut r.redirect];

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::macros;
 use crate::Files;
-use crate::operator::{self, NumOp, OpKind, Operator, Param, PhraseSet, StrOp};
+use crate::operator::{self, NumOp, NumParam, OpKind, Operator, Param, PhraseSet, StrOp};
 
 /// Parses an operator; `file` is the rule file, for data files named
 /// relative to it.
@@ -31,6 +31,13 @@ pub fn parse(text: &str, file: &str, files: &dyn Files) -> Result<Operator, Stri
         Ok(match m.as_literal() {
             Some(lit) => Param::Lit(lit.as_bytes().to_vec()),
             None => Param::Macro(m),
+        })
+    };
+    let number_of = |p: &str| -> Result<NumParam, String> {
+        let m = macros::parse(p)?;
+        Ok(match m.as_literal() {
+            Some(lit) => NumParam::Lit(operator::atoi(lit.as_bytes())),
+            None => NumParam::Macro(m),
         })
     };
     let (canonical, kind): (&'static str, OpKind) = match lower.as_str() {
@@ -76,12 +83,12 @@ pub fn parse(text: &str, file: &str, files: &dyn Files) -> Result<Operator, Stri
         ),
         "endswith" => ("endsWith", OpKind::Str(StrOp::EndsWith, param_of(param)?)),
         "within" => ("within", OpKind::Str(StrOp::Within, param_of(param)?)),
-        "eq" => ("eq", OpKind::Num(NumOp::Eq, param_of(param)?)),
-        "ne" => ("ne", OpKind::Num(NumOp::Ne, param_of(param)?)),
-        "gt" => ("gt", OpKind::Num(NumOp::Gt, param_of(param)?)),
-        "ge" => ("ge", OpKind::Num(NumOp::Ge, param_of(param)?)),
-        "lt" => ("lt", OpKind::Num(NumOp::Lt, param_of(param)?)),
-        "le" => ("le", OpKind::Num(NumOp::Le, param_of(param)?)),
+        "eq" => ("eq", OpKind::Num(NumOp::Eq, number_of(param)?)),
+        "ne" => ("ne", OpKind::Num(NumOp::Ne, number_of(param)?)),
+        "gt" => ("gt", OpKind::Num(NumOp::Gt, number_of(param)?)),
+        "ge" => ("ge", OpKind::Num(NumOp::Ge, number_of(param)?)),
+        "lt" => ("lt", OpKind::Num(NumOp::Lt, number_of(param)?)),
+        "le" => ("le", OpKind::Num(NumOp::Le, number_of(param)?)),
         "ipmatch" => (
             "ipMatch",
             OpKind::IpMatch(Arc::new(operator::ip_list(param)?)),
@@ -150,8 +157,16 @@ mod tests {
         }
         assert!(matches!(
             parse("@lt %{tx.x}", "f", &NoFiles).unwrap().kind,
-            OpKind::Num(NumOp::Lt, Param::Macro(_))
+            OpKind::Num(NumOp::Lt, NumParam::Macro(_))
         ));
+        // A literal is read as a number once, as the operator reads its
+        // input: leading spaces and a sign, then digits; no digits is 0.
+        for (text, n) in [("@ge 10", 10), ("@eq  -3x", -3), ("@ne abc", 0)] {
+            match parse(text, "f", &NoFiles).unwrap().kind {
+                OpKind::Num(_, NumParam::Lit(got)) => assert_eq!(got, n, "{text}"),
+                k => panic!("{text}: {k:?}"),
+            }
+        }
         assert!(parse("@rbl x", "f", &NoFiles).unwrap_err().contains("@rbl"));
         assert!(
             parse("@pmFromFile nope.data", "f", &NoFiles)

@@ -21,7 +21,7 @@ use super::values::{Data, Found, Key, Val};
 use super::{Intervention, Limit, MatchedRule, TargetOwner, Transaction};
 use crate::compile::prefilter::Screen;
 use crate::model::{Ctl, Disruptive, EngineMode, Macro, Selector, SetOp, SetVar, Target};
-use crate::operator::{self, OpKind, Param};
+use crate::operator::{self, NumParam, OpKind, Param};
 use crate::ruleset::{ChainId, Quick, Rule, RuleIdx, RuleSet, Step, allow_covers};
 use crate::vars::Var;
 
@@ -161,17 +161,23 @@ impl Transaction {
 
     fn match_targets(&mut self, rules: &RuleSet, r: &Rule) -> bool {
         let mut any = false;
-        let mut vals = std::mem::take(&mut self.vals);
         for (t, lane) in r.targets.iter().zip(rules.lanes_of(r)) {
-            if let Some(slot) = lane.column {
-                any |= self.match_column(rules, r, t, slot);
-                continue;
-            }
-            vals.clear();
-            self.values(r, t, &mut vals);
-            for &v in &vals.list {
-                any |= self.match_value(rules, r, t.var, v, &vals.bytes);
-            }
+            any |= match lane.column {
+                Some(slot) => self.match_column(rules, r, t, slot),
+                None => self.match_values(rules, r, t),
+            };
+        }
+        any
+    }
+
+    /// Tests a rule on a target read value by value (not a column).
+    fn match_values(&mut self, rules: &RuleSet, r: &Rule, t: &Target) -> bool {
+        let mut any = false;
+        let mut vals = std::mem::take(&mut self.vals);
+        vals.clear();
+        self.values(r, t, &mut vals);
+        for &v in &vals.list {
+            any |= self.match_value(rules, r, t.var, v, &vals.bytes);
         }
         self.vals = vals;
         any
@@ -207,14 +213,18 @@ impl Transaction {
             } else {
                 // Every value, or only those holding a byte the operator
                 // looks for when it says which.
-                let cells = self.shared.column(at, len).iter();
-                let masks = self.shared.column_masks(at, len).iter();
-                candidates.extend(
-                    (0..len)
-                        .zip(cells.zip(masks))
-                        .filter(|(_, (_, m))| r.classes.is_none_or(|need| *m & need != 0))
-                        .map(|(i, (&tv, _))| (i, stage, tv)),
-                );
+                let cells = self.shared.column(at, len);
+                match r.classes {
+                    None => candidates.extend((0..len).zip(cells).map(|(i, &tv)| (i, stage, tv))),
+                    Some(need) => {
+                        let masks = self.shared.column_masks(at, len);
+                        for (i, (&tv, &m)) in (0..len).zip(cells.iter().zip(masks)) {
+                            if m & need != 0 {
+                                candidates.push((i, stage, tv));
+                            }
+                        }
+                    }
+                }
             }
             if let Some(p) = previous {
                 self.drop_unchanged(&mut candidates, from, p);
@@ -440,7 +450,10 @@ impl Transaction {
                 None => false,
             },
             OpKind::Str(op, p) => self.with_param(p, |p| operator::string_op(*op, input, p)),
-            OpKind::Num(op, p) => self.with_param(p, |p| operator::number_op(*op, input, p)),
+            OpKind::Num(op, NumParam::Lit(n)) => operator::compare(*op, operator::atoi(input), *n),
+            OpKind::Num(op, NumParam::Macro(m)) => {
+                self.with_param_macro(m, |p| operator::number_op(*op, input, p))
+            }
             OpKind::IpMatch(list) => operator::ip_matches(list, input),
             OpKind::ValidateByteRange(allowed) => input.iter().any(|&b| !allowed[b as usize]),
             OpKind::ValidateUrlEncoding => operator::invalid_url_encoding(input),
@@ -468,15 +481,18 @@ impl Transaction {
     fn with_param<R>(&self, p: &Param, f: impl FnOnce(&[u8]) -> R) -> R {
         match p {
             Param::Lit(b) => f(b),
-            Param::Macro(m) => {
-                let mut buf = self.param_buf.take();
-                buf.clear();
-                self.expand_into(m, &mut buf);
-                let out = f(&buf);
-                self.param_buf.set(buf);
-                out
-            }
+            Param::Macro(m) => self.with_param_macro(m, f),
         }
+    }
+
+    /// `f` of macro `m` expanded into a buffer kept for the transaction.
+    fn with_param_macro<R>(&self, m: &Macro, f: impl FnOnce(&[u8]) -> R) -> R {
+        let mut buf = self.param_buf.take();
+        buf.clear();
+        self.expand_into(m, &mut buf);
+        let out = f(&buf);
+        self.param_buf.set(buf);
+        out
     }
 
     /// A link matched (a value of it, [`Transaction::note_match`]ed, when

@@ -178,10 +178,19 @@ const UNSET: u32 = u32::MAX;
 impl Transaction {
     /// The values of (collection, chain) pair `c`'s column that can
     /// match some prefiltered rule, computed once per phase.
+    ///
+    /// Asked for hundreds of times a phase, mostly for a group made
+    /// already: that answer is inlined, the making kept apart.
+    #[inline]
     pub(crate) fn group(&mut self, rules: &RuleSet, c: u32) -> GroupAt {
-        if let Some(g) = self.shared.group_of[c as usize] {
-            return g;
+        match self.shared.group_of[c as usize] {
+            Some(g) => g,
+            None => self.make_group(rules, c),
         }
+    }
+
+    #[inline(never)]
+    fn make_group(&mut self, rules: &RuleSet, c: u32) -> GroupAt {
         let (column, len) = self.column(rules, c);
         if let Some(&g) = self.shared.groups.get(&(column, len)) {
             self.shared.group_of[c as usize] = Some(g);
@@ -272,10 +281,16 @@ impl Transaction {
     }
 
     /// A pair's collection's raw values and byte classes, in view order.
+    #[inline]
     fn base(&mut self, def: ColumnDef) -> Base {
-        if let Some(b) = self.shared.bases[def.base as usize] {
-            return b;
+        match self.shared.bases[def.base as usize] {
+            Some(b) => b,
+            None => self.make_base(def),
         }
+    }
+
+    #[inline(never)]
+    fn make_base(&mut self, def: ColumnDef) -> Base {
         let sel = if def.attrs {
             &Selector::XmlAttributes
         } else {
@@ -314,13 +329,20 @@ impl Transaction {
     /// Pair `c`'s collection's values through its chain, by entry (where
     /// they start in the cells, and how many): the parent pair's column
     /// with the chain's last step applied.
+    #[inline]
     pub(crate) fn column(&mut self, rules: &RuleSet, c: u32) -> (u32, u32) {
+        let at = self.shared.columns[c as usize];
+        match self.shared.bases[rules.columns[c as usize].base as usize] {
+            // A pair's column is made after its collection's base.
+            Some(base) if at != UNSET => (at, base.len),
+            _ => self.make_column(rules, c),
+        }
+    }
+
+    #[inline(never)]
+    fn make_column(&mut self, rules: &RuleSet, c: u32) -> (u32, u32) {
         let def = rules.columns[c as usize];
         let base = self.base(def);
-        let at = self.shared.columns[c as usize];
-        if at != UNSET {
-            return (at, base.len);
-        }
         let chain = &rules.chains[def.chain as usize];
         // A chain that leaves every class present as it is leaves every
         // value (a step changes a value only through its trigger bytes),
