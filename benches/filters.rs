@@ -2,8 +2,11 @@
 //! router, agent) with a warm echo agent, each beside the same request
 //! without filters in the same run:
 //! - `filter_overhead`: a header-phase filter that allows (`allow`), warm
-//!   and fresh; `headers` alone and in the `auth` (HS256 JWT) + `headers`
-//!   chain, with its declared effects and with `declare "off"` (`_called`);
+//!   and fresh; `allow` with `body "on"`, warm, asking for the body and
+//!   allowing it (`body_allow_warm`: the path of a body-reading filter
+//!   such as the `waf`, with no work of its own); `headers` alone and in
+//!   the `auth` (HS256 JWT) + `headers` chain, with its declared effects
+//!   and with `declare "off"` (`_called`);
 //! - `auth`: the `auth` filter alone, warm, with an HS256 and an ES256 JWT
 //!   and an API key, each presented again and again (as one client does);
 //!   beside an earlier revision of the filter (`*_before` rows) when
@@ -74,6 +77,7 @@ fn overhead(c: &mut Criterion) {
         filter "auth" { instances { mode "warm"; max 2 }; config { secret "bench secret" } }
         filter "headers" { instances { mode "warm"; max 2 } }
         filter "headers-called" { instances { mode "warm"; max 2 }; config { declare "off" } }
+        filter "allow-body" { instances { mode "warm"; max 2 }; config { body "on" } }
         agent "plain" { filters #false }
         agent "fresh" { filters "allow" }
         agent "warm" { filters "allow-warm" }
@@ -81,6 +85,7 @@ fn overhead(c: &mut Criterion) {
         agent "chain-called" { filters "headers-called" "auth" }
         agent "hdr" { filters "headers" }
         agent "hdr-called" { filters "headers-called" }
+        agent "body" { filters "allow-body" }
     "#;
     let guests = [
         ("plain", "echo"),
@@ -90,11 +95,13 @@ fn overhead(c: &mut Criterion) {
         ("chain-called", "echo"),
         ("hdr", "echo"),
         ("hdr-called", "echo"),
+        ("body", "echo"),
         ("allow", "allow"),
         ("allow-warm", "allow"),
         ("auth", "auth"),
         ("headers", "headers"),
         ("headers-called", "headers"),
+        ("allow-body", "allow"),
     ];
     let (pipeline, _dir) = pipeline(&guests, kdl);
     let rt = runtime();
@@ -107,6 +114,7 @@ fn overhead(c: &mut Criterion) {
         ("no_filter", "plain"),
         ("allow_warm", "warm"),
         ("allow_fresh", "fresh"),
+        ("body_allow_warm", "body"),
         ("headers_warm", "hdr"),
         ("headers_called_warm", "hdr-called"),
         ("headers_auth_warm", "chain"),
@@ -298,10 +306,17 @@ fn waf(c: &mut Criterion) {
     if simd {
         kdl.push_str(
             r#"filter "crs-simd" { instances { mode "warm"; max 2 }; deadline "10s"; config { ruleset "crs"; paranoia 1; max-time-ms 5000 } }
+            filter "waf-simd" { instances { mode "warm"; max 2 }; deadline "10s"; config { max-time-ms 5000 } }
             agent "crs-simd-echo" { filters "crs-simd" }
+            agent "baseline-simd" { filters "waf-simd" }
             "#,
         );
-        guests.extend([("crs-simd-echo", "echo"), ("crs-simd", "waf-simd")]);
+        guests.extend([
+            ("crs-simd-echo", "echo"),
+            ("crs-simd", "waf-simd"),
+            ("baseline-simd", "echo"),
+            ("waf-simd", "waf-simd"),
+        ]);
     }
     let before = before_build();
     if before {
@@ -337,6 +352,7 @@ fn waf(c: &mut Criterion) {
         ("crs_pl1_fresh_preinit", "crs-fresh-echo"),
     ];
     if simd {
+        agents.push(("baseline_simd128", "baseline-simd"));
         agents.push(("crs_pl1_simd128", "crs-simd-echo"));
     }
     if before {
