@@ -34,10 +34,9 @@ pub fn parse(text: &str, file: &str, files: &dyn Files) -> Result<Operator, Stri
         })
     };
     let number_of = |p: &str| -> Result<NumParam, String> {
-        let m = macros::parse(p)?;
-        Ok(match m.as_literal() {
-            Some(lit) => NumParam::Lit(operator::atoi(lit.as_bytes())),
-            None => NumParam::Macro(m),
+        Ok(match param_of(p)? {
+            Param::Lit(lit) => NumParam::Lit(operator::atoi(&lit)),
+            Param::Macro(m) => NumParam::Macro(m),
         })
     };
     let (canonical, kind): (&'static str, OpKind) = match lower.as_str() {

@@ -198,7 +198,7 @@ impl Vars {
             self.order.push(i as u32);
         }
         if slot.key != key {
-            copy_into(&mut slot.key, key);
+            key.clone_into(&mut slot.key);
         }
         slot
     }
@@ -209,12 +209,12 @@ impl Vars {
 
     /// Sets `key` to a copy of `value`, in the buffer the variable had.
     pub fn set_bytes(&mut self, key: &[u8], value: &[u8]) {
-        copy_into(&mut self.slot(key).value, value);
+        value.clone_into(&mut self.slot(key).value);
     }
 
     /// [`Vars::set_bytes`] of preset slot `i`, named `key` as written.
     pub fn set_bytes_at(&mut self, i: u32, key: &[u8], value: &[u8]) {
-        copy_into(&mut self.slot_at(i as usize, key).value, value);
+        value.clone_into(&mut self.slot_at(i as usize, key).value);
     }
 
     /// Unsets slot `i`.
@@ -267,12 +267,6 @@ fn with_lower<R>(key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
         }
         None => f(&key.to_ascii_lowercase()),
     }
-}
-
-/// Replaces `to`'s bytes with `from`'s, in the memory `to` had.
-fn copy_into(to: &mut Vec<u8>, from: &[u8]) {
-    to.clear();
-    to.extend_from_slice(from);
 }
 
 #[cfg(test)]
