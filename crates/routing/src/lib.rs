@@ -1,7 +1,7 @@
 //! Routing: which instance serves a request, whether it is healthy, and
 //! what happens when it is not. Per agent: rate limit → circuit breaker →
-//! the tower stack (retry, load shed, concurrency limit) → a warm pool with
-//! affinity, or a fresh instance.
+//! the tower stack (load shed, concurrency limit, trapped calls retried)
+//! → a warm pool with affinity, or a fresh instance.
 
 #![deny(missing_docs)]
 
@@ -389,7 +389,7 @@ impl AgentRoute {
 
 impl AgentCore {
     /// One attempt, below the tower stack: a warm lease or a fresh instance.
-    async fn attempt(self: Arc<Self>, req: Request) -> Result<Response, RouteError> {
+    async fn attempt(self: Arc<Self>, req: &Request) -> Result<Response, RouteError> {
         let result = self.clone().attempt_inner(req).await;
         if let Err(RouteError::Call(err)) = &result {
             self.count_failure(err);
@@ -397,7 +397,7 @@ impl AgentCore {
         result
     }
 
-    async fn attempt_inner(self: Arc<Self>, req: Request) -> Result<Response, RouteError> {
+    async fn attempt_inner(self: Arc<Self>, req: &Request) -> Result<Response, RouteError> {
         let span = tracing::Span::current();
         let deadline = self.policy.limits.deadline;
         match &self.pool {
@@ -417,7 +417,7 @@ impl AgentCore {
                         "retrying on another instance"
                     );
                 }
-                pool.run(lease, &self.entry, &req, &self.metrics).await
+                pool.run(lease, &self.entry, req, &self.metrics).await
             }
             None => {
                 if req.attempt == 0 {
@@ -425,7 +425,7 @@ impl AgentCore {
                 } else {
                     tracing::info!("retrying on a fresh instance");
                 }
-                self.fresh_call(&req).await.map_err(RouteError::Call)
+                self.fresh_call(req).await.map_err(RouteError::Call)
             }
         }
     }

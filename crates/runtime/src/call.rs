@@ -414,6 +414,11 @@ impl Live<Exports> {
     /// Calls what the request asks for (`handle`, or a turn of an A2A task)
     /// on a fiber; a turn's answer is an empty 200, its outcome having gone
     /// to the turn's event channel.
+    ///
+    /// The `wasi:http` calls and turns are boxed: their futures are
+    /// larger than `handle`'s, and the routing stack boxes a request's
+    /// whole call, so every `handle` request copied their size (its
+    /// boxed call: 9.2 KB, 5.2 KB with these boxed).
     pub async fn call_async(&mut self, req: &Request) -> Result<Response, CallError> {
         if let Exports::Http(_) | Exports::HttpP3(_) = &self.exports {
             let sink = match &req.call {
@@ -421,8 +426,8 @@ impl Live<Exports> {
                 _ => None,
             };
             return match &self.exports {
-                Exports::HttpP3(_) => self.http_p3_async(req, sink).await,
-                _ => self.http_async(req, sink).await,
+                Exports::HttpP3(_) => Box::pin(self.http_p3_async(req, sink)).await,
+                _ => Box::pin(self.http_async(req, sink)).await,
             };
         }
         match &req.call {
@@ -435,7 +440,7 @@ impl Live<Exports> {
             }
             wharf_core::request::Call::Turn(turn) => {
                 let turn = turn.clone();
-                self.turn_async(req, &turn).await?;
+                Box::pin(self.turn_async(req, &turn)).await?;
                 Ok(Response::new(
                     http::StatusCode::OK,
                     http::HeaderMap::new(),
