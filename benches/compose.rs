@@ -8,9 +8,9 @@
 //! - `peer_call`: an agent calling `echo` through the host, the same agent
 //!   answering alone, and `echo` called from the transport;
 //! - `middleware`: each layer of the request path on its own around a
-//!   native service (tower's retry, load shed and concurrency limit, a
-//!   tokio timeout around the call, Wharf's breaker, a governor rate limit, the metrics a
-//!   request records) against the bare service;
+//!   native service (tower's load shed and concurrency limit, a tokio
+//!   timeout around the call, Wharf's breaker, a governor rate limit, the
+//!   metrics a request records) against the bare service;
 //! - `topic_delivery`: publish → event received, to a client's watch and
 //!   through a subscribed agent that publishes it again (p50/p99 printed).
 //!
@@ -249,10 +249,6 @@ fn middleware(c: &mut Criterion) {
         })
     };
     g.bench_function("bare", |b| b.iter_custom(|n| time(Boxed::new(native), n)));
-    let retry = ServiceBuilder::new().retry(NeverOnSuccess).service(native);
-    g.bench_function("retry", |b| {
-        b.iter_custom(|n| time(Boxed::new(retry.clone()), n))
-    });
     let limit = ServiceBuilder::new()
         .load_shed()
         .concurrency_limit(64)
@@ -319,26 +315,6 @@ fn middleware(c: &mut Criterion) {
         b.iter_custom(|n| time(Boxed::new(with_metrics.clone()), n))
     });
     g.finish();
-}
-
-/// tower's retry as Wharf's stack uses it: a success is never retried.
-#[derive(Clone)]
-struct NeverOnSuccess;
-
-impl tower::retry::Policy<Request, Response, tower::BoxError> for NeverOnSuccess {
-    type Future = std::future::Ready<()>;
-
-    fn retry(
-        &mut self,
-        _req: &mut Request,
-        result: &mut Result<Response, tower::BoxError>,
-    ) -> Option<Self::Future> {
-        result.is_err().then(|| std::future::ready(()))
-    }
-
-    fn clone_request(&mut self, req: &Request) -> Option<Request> {
-        Some(req.clone())
-    }
 }
 
 fn topic_delivery(c: &mut Criterion) {
