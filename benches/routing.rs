@@ -138,7 +138,7 @@ fn path(c: &mut Criterion) {
                     for _ in 0..iters {
                         let mut req = req.clone();
                         req.id = wharf::request::next_request_id();
-                        let resp = wharf::stream::dispatch(route.clone(), req).await.unwrap();
+                        let resp = wharf::stream::dispatch(&route, req).await.unwrap();
                         if let Some(mut body) = resp.stream {
                             while let Some(chunk) = futures_util::StreamExt::next(&mut body).await {
                                 black_box(chunk.unwrap());

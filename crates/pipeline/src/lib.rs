@@ -21,6 +21,7 @@ use std::sync::{Arc, Weak};
 use arc_swap::ArcSwap;
 
 use crate::topics::{Bus, Published};
+use futures_util::TryFutureExt;
 use placement::Placed;
 use wharf_cluster::Cluster;
 use wharf_cluster::topics::TopicsError;
@@ -149,12 +150,13 @@ impl Terminal for Dispatch {
         route: &'a Arc<AgentRoute>,
         req: Request,
     ) -> BoxFuture<'a, Result<Response, PipelineError>> {
-        Box::pin(async move {
-            if route.core.entry.image.streams() {
-                return Ok(wharf_routing::stream::dispatch(route.clone(), req).await?);
-            }
-            Ok(route.dispatch(req).await?)
-        })
+        // The calls' own futures, boxed as they are: an async block
+        // around them would hold the request a second time.
+        if route.core.entry.image.streams() {
+            Box::pin(wharf_routing::stream::dispatch(route, req).err_into())
+        } else {
+            Box::pin(route.dispatch(req).err_into())
+        }
     }
 
     fn forwardable(&self) -> bool {
@@ -479,13 +481,15 @@ impl Pipeline {
 
     /// Runs one request for `agent`: filters, the agent's `handle`,
     /// response filters.
-    pub async fn handle(
-        &self,
-        agent: &str,
+    pub fn handle<'a>(
+        &'a self,
+        agent: &'a str,
         req: Request,
         body: Body,
-    ) -> Result<Response, PipelineError> {
-        self.handle_with(agent, req, body, &Dispatch).await
+    ) -> impl Future<Output = Result<Response, PipelineError>> + Send + 'a {
+        // `handle_with`'s own future: an `async fn` here would hold the
+        // request a second time.
+        self.handle_with(agent, req, body, &Dispatch)
     }
 
     /// Runs one request for `agent` with `terminal` answering it once the
@@ -525,10 +529,14 @@ impl Pipeline {
         let forwarder = self.forwarder(&req, terminal);
         // Where the request runs is decided once, before anything else.
         let (mut req, body) = match forwarder {
-            Some(cluster) => match placement::decide(cluster, stages, agent, req, body).await {
-                Placed::Elsewhere(answered) => return answered,
-                Placed::Here(req, body) => (req, body),
-            },
+            // Boxed: forwarding holds a large state, which a request
+            // served here should not carry room for.
+            Some(cluster) => {
+                match Box::pin(placement::decide(cluster, stages, agent, req, body)).await {
+                    Placed::Elsewhere(answered) => return answered,
+                    Placed::Here(req, body) => (req, body),
+                }
+            }
             None => (req, body),
         };
         req.has_body = !body.is_known_empty();

@@ -23,12 +23,14 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use http::HeaderMap;
 use tower::ServiceExt;
+use tower::util::Oneshot;
 
 pub use affinity::{AffinityTable, Lookup};
 pub use ahead::FreshStock;
 pub use health::{BreakerState, CircuitBreaker, HealthCell};
 pub use pool::{AffinityOutcome, Lease, Pooled, Slot, WarmPool, ensure_instance};
 
+use service::AgentService;
 use wharf_config::{AffinitySource, Mode, Policy, RateKey};
 use wharf_core::metrics::{AgentMetrics, Metrics, Shed};
 use wharf_core::request::{Request, Response};
@@ -91,7 +93,7 @@ pub struct AgentRoute {
     /// Its circuit breaker.
     pub breaker: CircuitBreaker,
     limiter: Option<(DefaultKeyedRateLimiter<String>, RateKey)>,
-    service: service::AgentService,
+    service: AgentService,
     /// When it was last probed (at first: when the route was made).
     probed_ms: AtomicU64,
     /// Whether it was asked anything since.
@@ -235,7 +237,16 @@ impl AgentRoute {
 
     /// Runs one request through rate limit, breaker and the tower stack,
     /// recording the outcome in health, breaker and metrics.
-    pub async fn dispatch(&self, req: Request) -> Result<Response, RouteError> {
+    ///
+    /// The request is moved once, into the stack's call, before the
+    /// future is made: the future holds it once, not once for each layer
+    /// that passes it on (an `async fn` keeps its arguments for its whole
+    /// life beside what it moves them into), and every layer above that
+    /// boxes this future copies it whole.
+    pub fn dispatch(
+        self: &Arc<Self>,
+        req: Request,
+    ) -> impl Future<Output = Result<Response, RouteError>> + Send + 'static {
         let started = Instant::now();
         // Read first: a busy agent's flag stays set without a write per
         // request to a line every worker shares.
@@ -245,24 +256,39 @@ impl AgentRoute {
         if !self.used.load(Ordering::Relaxed) {
             self.used.store(true, Ordering::Relaxed);
         }
-        let result = self.admit_and_call(req).await;
-        self.core.metrics.request(started.elapsed());
-        result
+        let limited = self.rate_limited(&req);
+        let mut call = self.service.clone().oneshot(req);
+        let route = self.clone();
+        async move {
+            let result = match limited {
+                Some(err) => Err(err),
+                // Polled where it lies, not moved into a second slot.
+                None => route.admitted(&mut call).await,
+            };
+            route.core.metrics.request(started.elapsed());
+            result
+        }
     }
 
-    async fn admit_and_call(&self, req: Request) -> Result<Response, RouteError> {
+    /// The refusal of a request past its rate limit, if it is.
+    fn rate_limited(&self, req: &Request) -> Option<RouteError> {
+        let (limiter, by) = self.limiter.as_ref()?;
+        let key = match (by, &req.affinity) {
+            (RateKey::Affinity, Some(key)) => key.clone(),
+            _ => req.client.map(|c| c.ip().to_string()).unwrap_or_default(),
+        };
+        let not_until = limiter.check_key(&key).err()?;
+        self.core.metrics.shed(Shed::RateLimit);
+        let retry_after = not_until.wait_time_from(DefaultClock::default().now());
+        Some(RouteError::RateLimited { retry_after })
+    }
+
+    /// `call` if the breaker admits it, its outcome recorded.
+    async fn admitted(
+        &self,
+        call: &mut Oneshot<AgentService, Request>,
+    ) -> Result<Response, RouteError> {
         let m = &self.core.metrics;
-        if let Some((limiter, by)) = &self.limiter {
-            let key = match (by, &req.affinity) {
-                (RateKey::Affinity, Some(key)) => key.clone(),
-                _ => req.client.map(|c| c.ip().to_string()).unwrap_or_default(),
-            };
-            if let Err(not_until) = limiter.check_key(&key) {
-                m.shed(Shed::RateLimit);
-                let retry_after = not_until.wait_time_from(DefaultClock::default().now());
-                return Err(RouteError::RateLimited { retry_after });
-            }
-        }
         let admission = match self.breaker.admit() {
             Ok(admission) => admission,
             Err(retry_after) => {
@@ -270,7 +296,7 @@ impl AgentRoute {
                 return Err(RouteError::BreakerOpen { retry_after });
             }
         };
-        let result = match self.service.clone().oneshot(req).await {
+        let result = match call.await {
             Ok(resp) => Ok(resp),
             Err(err) => Err(from_box(err, m)),
         };

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use futures_util::TryFutureExt;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service, ServiceBuilder};
 
@@ -44,7 +45,7 @@ impl Service<Request> for Attempt {
 
     fn call(&mut self, req: Request) -> Self::Future {
         let core = self.core.clone();
-        Box::pin(async move { retried(core, req).await.map_err(BoxError::from) })
+        Box::pin(retried(core, req).map_err(BoxError::from))
     }
 }
 

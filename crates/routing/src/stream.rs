@@ -19,32 +19,39 @@ use wharf_core::request::{Call, Piece, Request, Response, Sink};
 
 type CallFuture = Pin<Box<dyn Future<Output = Result<Response, RouteError>> + Send>>;
 
-/// Calls `handle` through `route` with a sink for what it streams.
-pub async fn dispatch(route: Arc<AgentRoute>, mut req: Request) -> Result<Response, RouteError> {
+/// Calls `handle` through `route` with a sink for what it streams. The
+/// call is boxed before the future is made, so the future holds the
+/// request only inside it.
+pub fn dispatch(
+    route: &Arc<AgentRoute>,
+    mut req: Request,
+) -> impl Future<Output = Result<Response, RouteError>> + Send + 'static {
     let limit = route.core.entry.image.limits().response_body;
     let (sink, mut pieces) = Sink::new(limit);
     req.call = Call::Streamed(sink.clone());
-    let mut call: CallFuture = Box::pin(async move { route.dispatch(req).await });
-    let (status, headers, ended) = tokio::select! {
-        biased;
-        Some(Piece::Head(status, headers)) = pieces.recv() => (status, headers, None),
-        result = &mut call => match pieces.try_recv() {
-            // Started and finished before this task looked.
-            Ok(Piece::Head(status, headers)) => (status, headers, Some(result)),
-            _ => return result,
-        },
-    };
-    let mut resp = Response::new(status, headers, Bytes::new());
-    let tail = ended.map(|result| ending(result, &sink));
-    let body = Streamed {
-        call: SyncWrapper::new(tail.is_none().then_some(call)),
-        pieces: SyncWrapper::new(pieces),
-        sink,
-        tail,
-        flushed: false,
-    };
-    resp.stream = Some(Box::pin(body));
-    Ok(resp)
+    let mut call: CallFuture = Box::pin(route.dispatch(req));
+    async move {
+        let (status, headers, ended) = tokio::select! {
+            biased;
+            Some(Piece::Head(status, headers)) = pieces.recv() => (status, headers, None),
+            result = &mut call => match pieces.try_recv() {
+                // Started and finished before this task looked.
+                Ok(Piece::Head(status, headers)) => (status, headers, Some(result)),
+                _ => return result,
+            },
+        };
+        let mut resp = Response::new(status, headers, Bytes::new());
+        let tail = ended.map(|result| ending(result, &sink));
+        let body = Streamed {
+            call: SyncWrapper::new(tail.is_none().then_some(call)),
+            pieces: SyncWrapper::new(pieces),
+            sink,
+            tail,
+            flushed: false,
+        };
+        resp.stream = Some(Box::pin(body));
+        Ok(resp)
+    }
 }
 
 /// The body of a streamed answer: chunks as they are written, then the

@@ -78,18 +78,46 @@ impl From<GuestError> for CallError {
 ///
 /// The timer is made only once the call has had to wait: a call that
 /// finishes on its first poll (most do) costs no timer at all.
-pub(super) async fn by_deadline<T>(deadline: Instant, call: impl Future<Output = T>) -> Option<T> {
-    let mut call = std::pin::pin!(call);
-    let mut timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
-    std::future::poll_fn(|cx| {
-        if let std::task::Poll::Ready(out) = call.as_mut().poll(cx) {
+pub(super) fn by_deadline<F: Future>(deadline: Instant, call: F) -> ByDeadline<F> {
+    ByDeadline {
+        call,
+        deadline,
+        timer: None,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`by_deadline`]'s future. A named type, not an `async fn`: an
+    /// `async fn` keeps its argument beside the pinned copy it polls, so
+    /// the guest call's state (the largest part of a request's future)
+    /// would be held, and copied with every boxed future around it, twice.
+    pub(super) struct ByDeadline<F> {
+        #[pin]
+        call: F,
+        deadline: Instant,
+        // Made at the first poll that leaves the call pending: a call that
+        // ends without yielding arms no timer.
+        timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    }
+}
+
+impl<F: Future> Future for ByDeadline<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.project();
+        if let std::task::Poll::Ready(out) = this.call.poll(cx) {
             return std::task::Poll::Ready(Some(out));
         }
-        let timer =
-            timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+        let deadline = *this.deadline;
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
         timer.as_mut().poll(cx).map(|()| None)
-    })
-    .await
+    }
 }
 
 /// Runs a synchronous (load-time) guest call on a thread of its own and
