@@ -21,7 +21,11 @@
 //!   and the filter built with wasm SIMD when `scripts/bench/waf-simd.sh` has;
 //!   and an earlier revision of the filter (`*_before` rows) when
 //!   `scripts/bench/waf-at.sh REV` has built it;
-//! - `waf_curve`: CRS over a clean form from 1 KiB to about 1 MiB.
+//! - `waf_curve`: CRS over a clean form from 1 KiB to about 1 MiB;
+//! - `filter_call`: the `allow` filter's header call alone, as Wharf's
+//!   runtime makes it (`FilterLive::phase`) and as a bare wasmtime typed
+//!   call of the same export with the same blobs: what the call costs
+//!   before the chain and the pipeline add theirs (`filter_overhead`).
 //!
 //! Run with `cargo bench --bench filters`; results go in BENCHMARKS.md.
 
@@ -125,6 +129,85 @@ fn overhead(c: &mut Criterion) {
         });
     }
     g.finish();
+}
+
+/// The `filter` world's types, for the bare typed call.
+mod raw {
+    wasmtime::component::bindgen!({ path: "../wit", world: "filter" });
+}
+
+/// The `allow` filter's header call without the chain: through Wharf's
+/// runtime (head and headers encoded, the deadline armed, the call made
+/// on a fiber, the verdict checked) and as a bare wasmtime typed call of
+/// `on-request-headers` with the blobs encoded once.
+fn call(c: &mut Criterion) {
+    use wharf::runtime::{GuestIdentity, GuestState, Runtime, encode_headers};
+    use wharf::verdict::Phase;
+    let dir = tempfile::tempdir().unwrap();
+    let file = common::guests_dir().join("allow.wasm");
+    std::fs::copy(&file, dir.path().join("allow.wasm")).unwrap();
+    let config = wharf::config::Config::parse("bench.kdl", "", dir.path()).unwrap();
+    let runtime = Runtime::new(&wharf::runtime::EngineSettings::default()).unwrap();
+    let snapshot = wharf::registry::load_dir(&runtime, &config, dir.path()).unwrap();
+    let image = &snapshot.filters["allow"].image;
+    let mut req = request("", vec![0x5a; 1 << 10]);
+    req.agent = "plain".into();
+    let rt = runtime_current();
+    let mut g = c.benchmark_group("filter_call");
+    let mut live = rt.block_on(image.instantiate_async()).unwrap();
+    g.bench_function("wharf_phase", |b| {
+        b.iter_custom(|n| {
+            rt.block_on(async {
+                let started = std::time::Instant::now();
+                for _ in 0..n {
+                    let v = live.phase(Phase::RequestHeaders, &req, None, None).await;
+                    std::hint::black_box(v.unwrap());
+                }
+                started.elapsed()
+            })
+        })
+    });
+    // The head's eight fields as pairs, about as long as Wharf's own
+    // head blob: the `allow` guest reads neither blob.
+    let mut head = http::HeaderMap::new();
+    for (name, value) in [
+        ("method", "POST"),
+        ("path", "/"),
+        ("query", ""),
+        ("id", "0190a1b2c3d4e5f6"),
+        ("client", "127.0.0.1:40000"),
+        ("affinity", ""),
+        ("agent", "plain"),
+        ("body", "some"),
+    ] {
+        head.insert(name, HeaderValue::from_static(value));
+    }
+    let (head, headers) = (encode_headers(&head), encode_headers(&req.headers));
+    let (component, _) = runtime.compile(&std::fs::read(&file).unwrap()).unwrap();
+    let identity = std::sync::Arc::new(GuestIdentity::default());
+    let mut store = wasmtime::Store::new(runtime.engine(), GuestState::new(identity, 64 << 20));
+    store.set_epoch_deadline(u64::MAX / 2);
+    let instance = runtime
+        .linker()
+        .instantiate(&mut store, &component)
+        .unwrap();
+    type Verdict = raw::wharf::plugin::filtering::Verdict;
+    let f = instance
+        .get_typed_func::<(&[u8], &[u8]), (Verdict,)>(&mut store, "on-request-headers")
+        .unwrap();
+    g.bench_function("wasmtime_typed_call", |b| {
+        b.iter(|| std::hint::black_box(f.call(&mut store, (&head, &headers)).unwrap()))
+    });
+    g.finish();
+}
+
+/// A runtime whose `block_on` runs the timed loop on this thread, as one
+/// connection's task runs on one worker.
+fn runtime_current() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// The `auth` filter with each kind of credential, a warm instance
@@ -411,6 +494,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    targets = overhead, auth, waf
+    targets = overhead, call, auth, waf
 }
 criterion_main!(filters);
