@@ -36,3 +36,27 @@ pub fn guests_dir() -> PathBuf {
 pub fn lang_dir(rust_dir: &Path) -> PathBuf {
     rust_dir.join("../../lang")
 }
+
+/// A guest instantiated straight from the linker, in a store with a far
+/// deadline: for raw calls that bypass Wharf's dispatch.
+#[allow(dead_code)]
+pub fn raw_instance(
+    runtime: &wharf::runtime::Runtime,
+    file: &Path,
+) -> (
+    wasmtime::Store<wharf::runtime::GuestState>,
+    wasmtime::component::Instance,
+) {
+    let (component, _) = runtime.compile(&std::fs::read(file).unwrap()).unwrap();
+    let identity = std::sync::Arc::new(wharf::runtime::GuestIdentity::default());
+    let mut store = wasmtime::Store::new(
+        runtime.engine(),
+        wharf::runtime::GuestState::new(identity, 64 << 20),
+    );
+    store.set_epoch_deadline(u64::MAX / 2);
+    let instance = runtime
+        .linker()
+        .instantiate(&mut store, &component)
+        .unwrap();
+    (store, instance)
+}

@@ -12,12 +12,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use http::{HeaderMap, HeaderValue, Method};
-use wasmtime::Store;
-use wasmtime::component::{ComponentType, Instance, Lift, Lower};
+use wasmtime::component::{ComponentType, Lift, Lower};
 use wharf::config::Config;
 use wharf::registry::{AgentEntry, load_dir};
 use wharf::request::{Request, Response};
-use wharf::runtime::{EngineSettings, GuestIdentity, GuestState, Health, Runtime, encode_headers};
+use wharf::runtime::{EngineSettings, Health, Runtime, encode_headers};
 
 struct Loaded {
     runtime: Runtime,
@@ -55,20 +54,6 @@ fn load_with(guests: &Path, settings: EngineSettings) -> Loaded {
     Loaded { runtime, echo }
 }
 
-/// A guest instantiated straight from the linker, in a store with a far
-/// deadline: for raw calls that bypass Wharf's dispatch.
-fn raw_instance(runtime: &Runtime, file: &Path) -> (Store<GuestState>, Instance) {
-    let (component, _) = runtime.compile(&std::fs::read(file).unwrap()).unwrap();
-    let identity = Arc::new(GuestIdentity::default());
-    let mut store = Store::new(runtime.engine(), GuestState::new(identity, 64 << 20));
-    store.set_epoch_deadline(u64::MAX / 2);
-    let instance = runtime
-        .linker()
-        .instantiate(&mut store, &component)
-        .unwrap();
-    (store, instance)
-}
-
 fn request(body_len: usize) -> Request {
     let mut req = Request::new(Method::POST, "/bench");
     req.headers.insert(
@@ -96,7 +81,7 @@ fn noop(c: &mut Criterion, off: &Loaded, on: &Loaded, guests: &Path) {
     let mut g = c.benchmark_group("noop");
     // Raw floor: the same `health` export through a bare TypedFunc.
     {
-        let (mut store, instance) = raw_instance(&off.runtime, &guests.join("echo.wasm"));
+        let (mut store, instance) = common::raw_instance(&off.runtime, &guests.join("echo.wasm"));
         let health = instance
             .get_typed_func::<(), (Health,)>(&mut store, "health")
             .unwrap();
@@ -113,7 +98,7 @@ fn noop(c: &mut Criterion, off: &Loaded, on: &Loaded, guests: &Path) {
     }
     // The smallest possible component call: `func()` with no values.
     {
-        let (mut store, instance) = raw_instance(&off.runtime, &guests.join("shapes.wasm"));
+        let (mut store, instance) = common::raw_instance(&off.runtime, &guests.join("shapes.wasm"));
         let f = instance
             .get_typed_func::<(), ()>(&mut store, "noop")
             .unwrap();
@@ -196,7 +181,7 @@ const SHAPE_HEADERS: &[(&str, &str)] = &[
 
 fn shape(c: &mut Criterion, off: &Loaded, guests: &Path) {
     let mut g = c.benchmark_group("shape");
-    let (mut store, instance) = raw_instance(&off.runtime, &guests.join("shapes.wasm"));
+    let (mut store, instance) = common::raw_instance(&off.runtime, &guests.join("shapes.wasm"));
     let body = vec![0x5a_u8; 1 << 10];
 
     let naive = instance

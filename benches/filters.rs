@@ -141,7 +141,7 @@ mod raw {
 /// on a fiber, the verdict checked) and as a bare wasmtime typed call of
 /// `on-request-headers` with the blobs encoded once.
 fn call(c: &mut Criterion) {
-    use wharf::runtime::{GuestIdentity, GuestState, Runtime, encode_headers};
+    use wharf::runtime::{Runtime, encode_headers};
     use wharf::verdict::Phase;
     let dir = tempfile::tempdir().unwrap();
     let file = common::guests_dir().join("allow.wasm");
@@ -183,14 +183,7 @@ fn call(c: &mut Criterion) {
         head.insert(name, HeaderValue::from_static(value));
     }
     let (head, headers) = (encode_headers(&head), encode_headers(&req.headers));
-    let (component, _) = runtime.compile(&std::fs::read(&file).unwrap()).unwrap();
-    let identity = std::sync::Arc::new(GuestIdentity::default());
-    let mut store = wasmtime::Store::new(runtime.engine(), GuestState::new(identity, 64 << 20));
-    store.set_epoch_deadline(u64::MAX / 2);
-    let instance = runtime
-        .linker()
-        .instantiate(&mut store, &component)
-        .unwrap();
+    let (mut store, instance) = common::raw_instance(&runtime, &file);
     type Verdict = raw::wharf::plugin::filtering::Verdict;
     let f = instance
         .get_typed_func::<(&[u8], &[u8]), (Verdict,)>(&mut store, "on-request-headers")
