@@ -23,9 +23,10 @@
 //!   `scripts/bench/waf-at.sh REV` has built it;
 //! - `waf_curve`: CRS over a clean form from 1 KiB to about 1 MiB;
 //! - `filter_call`: the `allow` filter's header call alone, as Wharf's
-//!   runtime makes it (`FilterLive::phase`) and as a bare wasmtime typed
-//!   call of the same export with the same blobs: what the call costs
-//!   before the chain and the pipeline add theirs (`filter_overhead`).
+//!   runtime makes it (`FilterLive::phase`) and as a bare, synchronous
+//!   wasmtime typed call of the same export with blobs of about the same
+//!   size: what the call costs before the chain and the pipeline add
+//!   theirs (`filter_overhead`).
 //!
 //! Run with `cargo bench --bench filters`; results go in BENCHMARKS.md.
 
@@ -138,8 +139,8 @@ mod raw {
 
 /// The `allow` filter's header call without the chain: through Wharf's
 /// runtime (head and headers encoded, the deadline armed, the call made
-/// on a fiber, the verdict checked) and as a bare wasmtime typed call of
-/// `on-request-headers` with the blobs encoded once.
+/// on a fiber, the verdict checked) and as a bare, synchronous wasmtime
+/// typed call of `on-request-headers` with blobs encoded once.
 fn call(c: &mut Criterion) {
     use wharf::runtime::{Runtime, encode_headers};
     use wharf::verdict::Phase;
