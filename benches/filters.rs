@@ -26,7 +26,11 @@
 //!   runtime makes it (`FilterLive::phase`) and as a bare, synchronous
 //!   wasmtime typed call of the same export with blobs of about the same
 //!   size: what the call costs before the chain and the pipeline add
-//!   theirs (`filter_overhead`).
+//!   theirs (`filter_overhead`);
+//! - `deadline_checks`: no filter, `allow`, and the `waf` baseline and CRS
+//!   on a clean 1 KiB form, each through an engine that compiles guests
+//!   with wasmtime's epoch checks (Wharf's) and through one without: what
+//!   bounding every call by its deadline costs.
 //!
 //! Run with `cargo bench --bench filters`; results go in BENCHMARKS.md.
 
@@ -38,8 +42,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::{HeaderValue, Method};
-use inproc::{pipeline, run, runtime};
+use inproc::{pipeline, pipeline_with, run, runtime};
 use wharf::request::Request;
+use wharf::runtime::EngineSettings;
 
 fn request(query: &str, body: Vec<u8>) -> Request {
     let mut req = Request::new(Method::POST, "/");
@@ -300,6 +305,13 @@ fn before_build() -> bool {
     common::guests_dir().join("waf-before.wasm").is_file()
 }
 
+/// A clean form of `n` bytes: `name=Ishmael&note=aaa…`.
+fn form(n: usize) -> Vec<u8> {
+    let mut body = b"name=Ishmael&note=".to_vec();
+    body.resize(n, b'a');
+    body
+}
+
 /// A form of short fields up to `bytes`: `f0=ab&f1=ab&…`, or with
 /// `distinct` values (`f0=v0&f1=v1&…`), as an attacker would send them so
 /// that no value is the same bytes as another.
@@ -413,11 +425,6 @@ fn waf(c: &mut Criterion) {
     }
     let (pipeline, _dir) = pipeline(&guests, &kdl);
     let rt = runtime();
-    let form = |n: usize| {
-        let mut body = b"name=Ishmael&note=".to_vec();
-        body.resize(n, b'a');
-        body
-    };
     let attack = request("q=1%27%20OR%20%271%27%3D%271", form(1 << 10));
     let mut g = c.benchmark_group("waf");
     let mut agents: Vec<(&str, &'static str)> = vec![
@@ -483,11 +490,61 @@ fn waf(c: &mut Criterion) {
     }
 }
 
+/// What wasmtime's epoch checks cost: the same requests through an
+/// engine that compiles guests with them, as Wharf always does, and
+/// through one without (`EngineSettings::epoch_interruption`, which
+/// nothing that serves requests turns off: without the checks no deadline
+/// can stop a call). Wasmtime checks the epoch at every function entry and
+/// loop header of guest code, so the cost grows with the guest's own work.
+fn deadline_checks(c: &mut Criterion) {
+    let kdl = r#"
+        instances { mode "warm"; max 2 }
+        filter "allow" { instances { mode "warm"; max 2 } }
+        filter "waf" { instances { mode "warm"; max 2 }; deadline "10s"; config { max-time-ms 5000 } }
+        filter "crs" { instances { mode "warm"; max 2 }; deadline "10s"; config { ruleset "crs"; paranoia 1; max-time-ms 5000 } }
+        agent "plain" { filters #false }
+        agent "warm" { filters "allow" }
+        agent "baseline" { filters "waf" }
+        agent "crs-echo" { filters "crs" }
+    "#;
+    let guests = [
+        ("plain", "echo"),
+        ("warm", "echo"),
+        ("baseline", "echo"),
+        ("crs-echo", "echo"),
+        ("allow", "allow"),
+        ("waf", "waf"),
+        ("crs", "waf"),
+    ];
+    let (checked, _checked_dir) = pipeline(&guests, kdl);
+    let unchecked_settings = EngineSettings {
+        epoch_interruption: false,
+        ..EngineSettings::default()
+    };
+    let (unchecked, _unchecked_dir) = pipeline_with(&guests, kdl, &unchecked_settings);
+    let rt = runtime();
+    let req = request("", form(1 << 10));
+    let mut g = c.benchmark_group("deadline_checks");
+    for (label, agent) in [
+        ("no_filter", "plain"),
+        ("allow", "warm"),
+        ("waf_baseline", "baseline"),
+        ("waf_crs_pl1", "crs-echo"),
+    ] {
+        for (engine, pipeline) in [("checked", &checked), ("unchecked", &unchecked)] {
+            g.bench_function(format!("{label}/{engine}"), |b| {
+                b.iter_custom(|n| run(&rt, pipeline, agent, &req, 200, n))
+            });
+        }
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = filters;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    targets = overhead, call, auth, waf
+    targets = overhead, call, auth, waf, deadline_checks
 }
 criterion_main!(filters);

@@ -18,6 +18,16 @@ use super::common;
 
 /// A pipeline over copies of `guests` (name, built file) with `kdl`.
 pub fn pipeline(guests: &[(&str, &str)], kdl: &str) -> (Arc<Pipeline>, tempfile::TempDir) {
+    pipeline_with(guests, kdl, &EngineSettings::default())
+}
+
+/// [`pipeline`], on an engine with `settings`.
+#[allow(dead_code)]
+pub fn pipeline_with(
+    guests: &[(&str, &str)],
+    kdl: &str,
+    settings: &EngineSettings,
+) -> (Arc<Pipeline>, tempfile::TempDir) {
     let built = common::guests_dir();
     let dir = tempfile::tempdir().unwrap();
     for (name, file) in guests {
@@ -29,7 +39,7 @@ pub fn pipeline(guests: &[(&str, &str)], kdl: &str) -> (Arc<Pipeline>, tempfile:
     }
     let mut config = Config::parse("bench.kdl", kdl, dir.path()).unwrap();
     config.agents_dir = dir.path().to_path_buf();
-    let runtime = Runtime::new(&EngineSettings::default()).unwrap();
+    let runtime = Runtime::new(settings).unwrap();
     let started = Instant::now();
     let snapshot = load_dir(&runtime, &config, dir.path()).unwrap();
     eprintln!("loaded in {:?}", started.elapsed());

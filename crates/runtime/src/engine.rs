@@ -50,6 +50,13 @@ pub struct EngineSettings {
     /// Reset only the pages a guest dirtied (Linux 6.7+ `PAGEMAP_SCAN`),
     /// when the kernel supports it.
     pub pagemap_scan: bool,
+    /// Compile guests with wasmtime's epoch checks (at every function
+    /// entry and loop header), which is what lets a deadline stop a call.
+    /// Off only to measure what the checks cost (`benches/filters.rs`,
+    /// `deadline_checks`): a guest call then cannot be stopped, so
+    /// nothing that serves requests turns it off, and neither the CLI nor
+    /// the KDL can.
+    pub epoch_interruption: bool,
 }
 
 impl Default for EngineSettings {
@@ -62,6 +69,7 @@ impl Default for EngineSettings {
             keep_resident: 1 << 20,
             idle_resident: 512 << 20,
             pagemap_scan: true,
+            epoch_interruption: true,
         }
     }
 }
@@ -98,7 +106,7 @@ fn base_config(settings: &EngineSettings) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.concurrency_support(settings.concurrency);
-    config.epoch_interruption(true);
+    config.epoch_interruption(settings.epoch_interruption);
     // Traps are reported by kind; collecting a wasm backtrace on every trap
     // costs time on the error path and is only useful with debug info.
     config.wasm_backtrace_max_frames(None);
