@@ -2,13 +2,14 @@
 //! `echo` agent (fresh and warm) behind each: one 1 KiB round trip at a
 //! time, and what the server allocates per request on each transport. The
 //! server runs on its own runtime whose threads count their allocations
-//! (a counting `#[global_allocator]`); the clients' threads do not count.
+//! (a counting `#[global_allocator]` over mimalloc, the binary's
+//! allocator); the clients' threads do not count.
 //! Run with `cargo bench --bench binary`; results go in BENCHMARKS.md.
 #![allow(unsafe_code)] // the counting allocator
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -23,6 +24,9 @@ use wharf_load::binary::{self, Addr};
 
 struct Counting;
 
+/// What the `wharf` binary allocates with (`host/src/cli/main.rs`).
+static INNER: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
 
@@ -36,11 +40,11 @@ unsafe impl GlobalAlloc for Counting {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
             BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
         }
-        unsafe { System.alloc(layout) }
+        unsafe { INNER.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { INNER.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -48,7 +52,7 @@ unsafe impl GlobalAlloc for Counting {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
             BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
         }
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe { INNER.realloc(ptr, layout, new_size) }
     }
 }
 

@@ -19,6 +19,11 @@
 mod common;
 mod inproc;
 
+/// The allocator the `wharf` binary serves with (`host/src/cli/main.rs`),
+/// so this bench measures what the binary does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::sync::Arc;

@@ -5,6 +5,11 @@
 
 mod common;
 
+/// The allocator the `wharf` binary serves with (`host/src/cli/main.rs`),
+/// so this bench measures what the binary does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;

@@ -11,6 +11,11 @@
 #[path = "common.rs"]
 mod common;
 
+/// The allocator the `wharf` binary serves with (`host/src/cli/main.rs`),
+/// so this bench measures what the binary does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

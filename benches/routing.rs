@@ -4,6 +4,11 @@
 
 mod common;
 
+/// The allocator the `wharf` binary serves with (`host/src/cli/main.rs`),
+/// so this bench measures what the binary does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};

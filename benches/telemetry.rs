@@ -11,6 +11,11 @@
 mod common;
 mod inproc;
 
+/// The allocator the `wharf` binary serves with (`host/src/cli/main.rs`),
+/// so this bench measures what the binary does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

@@ -8,6 +8,11 @@
 
 mod common;
 
+/// The allocator the `wharf` binary serves with (`host/src/cli/main.rs`),
+/// so this bench measures what the binary does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::Method;

@@ -15,6 +15,13 @@ use wharf::toolchain::{self, BindingsLang, Lang};
 
 use commands::*;
 
+/// mimalloc serves the host's heap: a request allocates and frees many
+/// small buffers across the runtime's worker threads, and glibc's
+/// allocator spent a tenth of a loaded send's CPU in `malloc`, `free` and
+/// their consolidation (BENCHMARKS.md, "the host's heap on mimalloc").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `wharf --version`: the version, the commit and the day it was built.
 const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
