@@ -6,7 +6,10 @@
 //!   allowing it (`body_allow_warm`: the path of a body-reading filter
 //!   such as the `waf`, with no work of its own); `headers` alone and in
 //!   the `auth` (HS256 JWT) + `headers` chain, with its declared effects
-//!   and with `declare "off"` (`_called`);
+//!   and with `declare "off"` (`_called`); and no filter, `allow`,
+//!   `headers` and the chain again with the data caches swept (every
+//!   cache line of 2 MiB and of 32 MiB written) or the TLB (one byte in
+//!   every page of 64 MiB) before each request, untimed (`_*swept_*`);
 //! - `auth`: the `auth` filter alone, warm, with an HS256 and an ES256 JWT
 //!   and an API key, each presented again and again (as one client does);
 //!   beside an earlier revision of the filter (`*_before` rows) when
@@ -47,7 +50,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::{HeaderValue, Method};
-use inproc::{pipeline, pipeline_with, run, runtime};
+use inproc::{pipeline, pipeline_with, run, run_swept, runtime};
 use wharf::request::Request;
 use wharf::runtime::EngineSettings;
 
@@ -140,6 +143,27 @@ fn overhead(c: &mut Criterion) {
         });
     }
     g.finish();
+    // The same requests with the data caches swept before each: what the
+    // filters add when their code and data are not already in cache, as
+    // over a socket, where the kernel and the client run between requests.
+    for (sweep, name) in [
+        ((2 << 20, 64), "swept_2MiB"),
+        ((32 << 20, 64), "swept_32MiB"),
+        ((64 << 20, 4096), "pages_swept_64MiB"),
+    ] {
+        let mut g = c.benchmark_group(format!("filter_overhead_1KiB_{name}"));
+        for (label, agent) in [
+            ("no_filter", "plain"),
+            ("allow_warm", "warm"),
+            ("headers_warm", "hdr"),
+            ("headers_auth_warm", "chain"),
+        ] {
+            g.bench_function(label, |b| {
+                b.iter_custom(|n| run_swept(&rt, &pipeline, agent, &req, sweep, n))
+            });
+        }
+        g.finish();
+    }
 }
 
 /// The `filter` world's types, for the bare typed call.

@@ -164,18 +164,9 @@ agent "before-crs-echo" {
 }
 KDL
 fi
-# An HS256 token for the auth filter, valid for a day.
-token=$(python3 - <<'PY'
-import base64, hashlib, hmac, json, time
-b = lambda d: base64.urlsafe_b64encode(d).rstrip(b"=")
-head = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-body = b(json.dumps({"sub": "load", "exp": int(time.time()) + 86400}).encode())
-sig = b(hmac.new(b"load test secret", head + b"." + body, hashlib.sha256).digest())
-print((head + b"." + body + b"." + sig).decode())
-PY
-)
 # shellcheck source=lib/serve.sh
 . "$root/scripts/lib/serve.sh"
+token=$(load_token)
 wrk_post "wrk.headers[\"authorization\"] = \"Bearer $token\"" \
     'wrk.headers["content-type"] = "application/octet-stream"'
 

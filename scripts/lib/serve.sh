@@ -7,6 +7,8 @@
 #                         waits until /healthz answers on $http
 #   wrk_post [LUA...]     writes $work/post.lua: wrk POSTs 1 KiB bodies; each
 #                         argument is one more line of Lua (a header, say)
+#   load_token            prints an HS256 JWT signed with "load test secret",
+#                         valid for a day (the load scripts' `auth` filter)
 # The caller sets $root, $work (a temporary directory) and $http (host:port
 # the configuration listens on), and copies agents into $work/agents.
 
@@ -43,4 +45,15 @@ wrk.body = f:read("*a")
 f:close()
 LUA
     for line in "$@"; do printf '%s\n' "$line" >> "$work/post.lua"; done
+}
+
+load_token() {
+    python3 - <<'PY'
+import base64, hashlib, hmac, json, time
+b = lambda d: base64.urlsafe_b64encode(d).rstrip(b"=")
+head = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+body = b(json.dumps({"sub": "load", "exp": int(time.time()) + 86400}).encode())
+sig = b(hmac.new(b"load test secret", head + b"." + body, hashlib.sha256).digest())
+print((head + b"." + body + b"." + sig).decode())
+PY
 }

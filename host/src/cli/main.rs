@@ -17,8 +17,9 @@ use commands::*;
 
 /// mimalloc serves the host's heap: a request allocates and frees many
 /// small buffers across the runtime's worker threads, and glibc's
-/// allocator spent a tenth of a loaded send's CPU in `malloc`, `free` and
-/// their consolidation (BENCHMARKS.md, "the host's heap on mimalloc").
+/// allocator spent a tenth of the CPU of one client's A2A sends in
+/// `malloc`, `free` and their consolidation (BENCHMARKS.md, "the host's
+/// heap on mimalloc").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
