@@ -75,9 +75,7 @@ pub fn run(
     let task = rt.spawn(async move {
         let started = Instant::now();
         for _ in 0..iters {
-            let mut req = req.clone();
-            req.id = wharf::request::next_request_id();
-            let body = Body::Ready(std::mem::take(&mut req.body));
+            let (req, body) = prepared(&req);
             let resp = pipeline.handle(agent, req, body).await.unwrap();
             assert_eq!(resp.status.as_u16(), status);
             black_box(resp);
@@ -85,6 +83,15 @@ pub fn run(
         started.elapsed()
     });
     rt.block_on(task).unwrap()
+}
+
+/// A copy of `req` with a new id, and its body, as a connection hands
+/// them to the pipeline.
+fn prepared(req: &Request) -> (Request, Body) {
+    let mut req = req.clone();
+    req.id = wharf::request::next_request_id();
+    let body = Body::Ready(std::mem::take(&mut req.body));
+    (req, body)
 }
 
 /// [`run`], with the data caches swept before each request: one byte in
@@ -112,9 +119,7 @@ pub fn run_swept(
                 line[0] = line[0].wrapping_add(i as u8 | 1);
             }
             black_box(&mut buffer);
-            let mut req = req.clone();
-            req.id = wharf::request::next_request_id();
-            let body = Body::Ready(std::mem::take(&mut req.body));
+            let (req, body) = prepared(&req);
             let started = Instant::now();
             let resp = pipeline.handle(agent, req, body).await.unwrap();
             timed += started.elapsed();
