@@ -11,7 +11,7 @@
 # last agent asked for first), and the idle RSS per agent against a
 # directory of one; and
 # the RSS and what freed pool slots keep once each spread's load has run;
-# and, on this build, the idle RSS once every agent is unloaded
+# and, on each build, the idle RSS once every agent is unloaded
 # (`instances { unload-after "1s" }`) and what a first request to an
 # unloaded agent costs against one to a loaded agent.
 #   MANY_SPREADS  default "1 10 100 1000 10000"
@@ -122,6 +122,8 @@ loaded_all() { grep -q "agents loaded while serving" "$work/wharf.log"; }
 loads() { if [ "$1" = "${binaries[0]}" ]; then echo "before-serving while-serving"; else echo "-"; fi; }
 
 if [ -n "$dirs" ]; then
+# The idle RSS of each build serving one agent: what "per agent" is over.
+declare -A base_of
 echo "## Start and idle memory (warm compile cache)"
 echo
 echo "| build | load | agents | /healthz after | last agent answers after | all loaded after | idle RSS | RSS per agent over one |"
@@ -130,7 +132,7 @@ for bin in "${binaries[@]}"; do
     start "$bin" "$(dir_of 1)"
     sleep 1
     base=$(rss_kb "$pid")
-    [ "$bin" = "${binaries[0]}" ] && base_this="$base"
+    base_of[$bin]="$base"
     stop
     for n in $dirs; do
         start "$bin" "$(dir_of "$n")"   # fills the cache on a first run
@@ -158,10 +160,10 @@ for bin in "${binaries[@]}"; do
 done
 
 echo
-echo "## Idle agents unloaded (this build, \`instances { unload-after \"1s\" }\`)"
+echo "## Idle agents unloaded (\`instances { unload-after \"1s\" }\`)"
 echo
-echo "| agents | idle RSS, all unloaded | RSS per agent over one | first request to each of (up to) 100 unloaded agents, mean | the same again, loaded |"
-echo "|---|---|---|---|---|"
+echo "| build | agents | idle RSS, all unloaded | RSS per agent over one | first request to each of (up to) 100 unloaded agents, mean | the same again, loaded |"
+echo "|---|---|---|---|---|---|"
 # mean_ms N: the mean time of one POST to each of the first N agents.
 mean_ms() {
     local i total=0 t
@@ -171,9 +173,10 @@ mean_ms() {
     done
     awk -v a="$total" -v n="$1" 'BEGIN { printf "%.2f ms", a * 1000 / n }'
 }
+for bin in "${binaries[@]}"; do
 for n in $dirs; do
     extra="$(printf '%s\ninstances { unload-after "1s"; }' "${MANY_EXTRA:-}")"
-    start "${binaries[0]}" "$(dir_of "$n")"
+    start "$bin" "$(dir_of "$n")"
     until curl -fsS "http://$http/metrics" | awk -v n="$n" '$1 == "wharf_agent_unloads_total" && $2 >= n { ok = 1 } END { exit !ok }'; do
         sleep 0.2
     done
@@ -184,8 +187,9 @@ for n in $dirs; do
     warm=$(mean_ms "$asked")
     stop
     extra="${MANY_EXTRA:-}"
-    printf '| %s | %d MB | %d KB | %s | %s |\n' "$n" $((rss / 1024)) \
-        $(( (rss - base_this) / (n - 1 > 0 ? n - 1 : 1) )) "$cold" "$warm"
+    printf '| %s | %s | %d MB | %d KB | %s | %s |\n' "$(label "$bin")" "$n" $((rss / 1024)) \
+        $(( (rss - ${base_of[$bin]}) / (n - 1 > 0 ? n - 1 : 1) )) "$cold" "$warm"
+done
 done
 
 fi
