@@ -174,22 +174,22 @@ mean_ms() {
     awk -v a="$total" -v n="$1" 'BEGIN { printf "%.2f ms", a * 1000 / n }'
 }
 for bin in "${binaries[@]}"; do
-for n in $dirs; do
-    extra="$(printf '%s\ninstances { unload-after "1s"; }' "${MANY_EXTRA:-}")"
-    start "$bin" "$(dir_of "$n")"
-    until curl -fsS "http://$http/metrics" | awk -v n="$n" '$1 == "wharf_agent_unloads_total" && $2 >= n { ok = 1 } END { exit !ok }'; do
-        sleep 0.2
+    for n in $dirs; do
+        extra="$(printf '%s\ninstances { unload-after "1s"; }' "${MANY_EXTRA:-}")"
+        start "$bin" "$(dir_of "$n")"
+        until curl -fsS "http://$http/metrics" | awk -v n="$n" '$1 == "wharf_agent_unloads_total" && $2 >= n { ok = 1 } END { exit !ok }'; do
+            sleep 0.2
+        done
+        sleep 1
+        rss=$(rss_kb "$pid")
+        asked=$(( n < 100 ? n : 100 ))
+        cold=$(mean_ms "$asked")
+        warm=$(mean_ms "$asked")
+        stop
+        extra="${MANY_EXTRA:-}"
+        printf '| %s | %s | %d MB | %d KB | %s | %s |\n' "$(label "$bin")" "$n" $((rss / 1024)) \
+            $(( (rss - ${base_of[$bin]}) / (n - 1 > 0 ? n - 1 : 1) )) "$cold" "$warm"
     done
-    sleep 1
-    rss=$(rss_kb "$pid")
-    asked=$(( n < 100 ? n : 100 ))
-    cold=$(mean_ms "$asked")
-    warm=$(mean_ms "$asked")
-    stop
-    extra="${MANY_EXTRA:-}"
-    printf '| %s | %s | %d MB | %d KB | %s | %s |\n' "$(label "$bin")" "$n" $((rss / 1024)) \
-        $(( (rss - ${base_of[$bin]}) / (n - 1 > 0 ? n - 1 : 1) )) "$cold" "$warm"
-done
 done
 
 fi
