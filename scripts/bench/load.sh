@@ -14,7 +14,9 @@
 # WHARF_BEFORE=PATH (a `wharf` binary of the commit before a change)
 # serves the same configuration beside this build instead, and the rows
 # are measured on both, alternating, LOAD_ROUNDS times (default 3): rps
-# at c=50 per round, and the median of each.
+# at c=50 per round, and the median of each. WHARF_BEFORE_GUESTS=DIR (a
+# release guest directory of that commit) gives it that commit's guests
+# where they differ from this build's (a change to the WIT or a policy).
 # LOAD_SECONDS changes the 20 s; LOAD_AGENTS picks rows (default
 # "echo ahead warm chain waf-echo default crs-echo tls-warm", and the old rows;
 # "hdr hdr-called chain-called default-called" compare the headers filter's
@@ -27,7 +29,7 @@ cd "$root"
 command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; }
 duration="${LOAD_SECONDS:-20}"
 
-guests="$(scripts/setup/build-guests.sh | tail -n 1)"
+guests="$(scripts/setup/build-guests.sh --rust-only | tail -n 1)"
 cargo build --release --quiet --bin wharf --example bare-echo
 release="${CARGO_TARGET_DIR:-target}/release"
 work="$(mktemp -d)"
@@ -218,7 +220,24 @@ case " ${LOAD_AGENTS:-tls-warm} " in *" tls-warm "*)
 esac
 
 if [ -n "${WHARF_BEFORE:-}" ]; then
-    serve_beside before "$WHARF_BEFORE" 9003 http
+    if [ -n "${WHARF_BEFORE_GUESTS:-}" ]; then
+        # Each agent file is a copy of one guest: the before server gets
+        # that guest as the commit before built it.
+        cp -r "$work/agents" "$work/agents-before"
+        for f in "$work/agents-before"/*.wasm; do
+            for g in "$guests"/*.wasm; do
+                if cmp -s "$f" "$g" && [ -f "$WHARF_BEFORE_GUESTS/$(basename "$g")" ]; then
+                    cp "$WHARF_BEFORE_GUESTS/$(basename "$g")" "$f"
+                    break
+                fi
+            done
+        done
+        sed -i 's/^agents "agents"$/agents "agents-before"/' "$work/wharf.kdl"
+        serve_beside before "$WHARF_BEFORE" 9003 http
+        sed -i 's/^agents "agents-before"$/agents "agents"/' "$work/wharf.kdl"
+    else
+        serve_beside before "$WHARF_BEFORE" 9003 http
+    fi
 fi
 
 # rps URL [SCRIPT], lat URL [SCRIPT]

@@ -172,7 +172,24 @@ pub struct Verdict {
     pub want_body: bool,
     /// What the audit record says of it.
     pub audit: Audit,
+    /// The filter asked the host to give this verdict again, without a
+    /// call, to requests with the same values of some headers.
+    pub remember: Option<Remember>,
 }
+
+/// A filter's ask to have its request-headers verdict remembered
+/// (`filtering.remember-verdict`): the verdict depends on nothing but the
+/// values of `headers` (and the filter's config).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remember {
+    /// The headers whose values key the verdict, in the order asked.
+    pub headers: Vec<http::HeaderName>,
+    /// Seconds since the Unix epoch until which it may be given again.
+    pub until: u64,
+}
+
+/// Most headers a remembered verdict may be keyed by.
+pub const MAX_REMEMBER_HEADERS: usize = 8;
 
 impl Verdict {
     /// Allow, change nothing, want no body.
@@ -185,6 +202,7 @@ impl Verdict {
             metadata: Vec::new(),
             want_body: false,
             audit: Audit::default(),
+            remember: None,
         }
     }
 

@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod metrics;
+mod remembered;
 mod run;
 
 use std::collections::BTreeMap;
@@ -38,6 +39,8 @@ pub struct FilterRoute {
     pub breaker: CircuitBreaker,
     /// Its warm instances (warm filters).
     pub pool: Option<WarmPool<FilterLive>>,
+    /// The request-headers verdicts it asked to be remembered.
+    pub remembered: remembered::Remembered,
 }
 
 impl FilterRoute {
@@ -52,6 +55,7 @@ impl FilterRoute {
             breaker: CircuitBreaker::new(policy.breaker.failures, policy.breaker.cool_down),
             pool: (policy.instances.mode == Mode::Warm)
                 .then(|| WarmPool::new(policy.instances, policy.health.unhealthy_after)),
+            remembered: remembered::Remembered::default(),
             entry,
         }
     }

@@ -69,6 +69,8 @@ pub struct FilterMetrics {
     pub seconds: Histogram,
     failures: [Counter; 5],
     skips: [Counter; 2],
+    /// Verdicts given from memory instead of a call.
+    remembered: Counter,
     rules: DashMap<String, Counter>,
     other_rules: Counter,
 }
@@ -107,6 +109,7 @@ impl FilterMetrics {
                 .map(|k| counter(r, "wharf_filter_failures_total", labels(&[("kind", k)]))),
             skips: SKIPS
                 .map(|k| counter(r, "wharf_filter_skipped_total", labels(&[("reason", k)]))),
+            remembered: counter(r, "wharf_filter_remembered_total", labels(&[])),
             rules: DashMap::new(),
             other_rules: counter(
                 r,
@@ -116,6 +119,11 @@ impl FilterMetrics {
             recorder: r.clone(),
             filter: filter.to_string(),
         }
+    }
+
+    /// Counts a request-headers verdict given from memory, without a call.
+    pub fn remembered(&self) {
+        self.remembered.increment(1);
     }
 
     /// Counts a call in `phase`.

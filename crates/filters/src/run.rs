@@ -4,7 +4,9 @@
 //! then the response phases on whatever response the client gets. One
 //! instance per filter serves all the phases of the request; what a filter
 //! declared ahead (its effects) is applied at its place without a call,
-//! before the guest's own call in the same phase. Failures are
+//! before the guest's own call in the same phase; a request-headers verdict
+//! the filter asked to be remembered is given again without a call
+//! ([`remembered`]). Failures are
 //! classified and the filter's failure mode decides; detect mode records
 //! verdicts without applying them.
 
@@ -18,6 +20,7 @@ use http::HeaderMap;
 use super::FilterRoute;
 use super::audit::AuditVerdict;
 use super::metrics::{FailureKind, Skip};
+use super::remembered::{self, Remembered};
 use wharf_config::{Failure, FilterMode, PastLimit};
 use wharf_core::effects::Effects;
 use wharf_core::request::{Request, Response};
@@ -149,6 +152,23 @@ impl<'a> ChainRun<'a> {
         route.entry.effects.as_deref()
     }
 
+    /// Filter `i`'s remembered request-headers verdicts, when they apply
+    /// to this request: not on a route that overrides its config (the
+    /// verdicts were given under the filter's own), nor once it failed,
+    /// nor for a filter called in other phases too (an instance there
+    /// would not have seen the request's headers).
+    fn remembered(&self, i: usize, phases: Phases) -> Option<&'a Remembered> {
+        let route: &'a FilterRoute = &self.chain[i];
+        let only_headers = Phases::default().with(Phase::RequestHeaders);
+        if phases != only_headers
+            || self.route_values.contains_key(route.name())
+            || matches!(self.slots[i], Slot::Skipped)
+        {
+            return None;
+        }
+        Some(&route.remembered)
+    }
+
     /// The phases filter `i`'s guest is called in for this request, given
     /// its effects (`self.effects(i)`).
     fn guest_phases(&self, i: usize, fx: Option<&Effects>) -> Phases {
@@ -172,10 +192,29 @@ impl<'a> ChainRun<'a> {
             if !phases.has(Phase::RequestHeaders) {
                 continue;
             }
-            if let Some(v) = self
-                .call(i, Phase::RequestHeaders, req, None, false)
-                .await?
-            {
+            let memo = self.remembered(i, phases);
+            let given = memo
+                .filter(|m| m.in_use())
+                .and_then(|m| m.get(&req.headers, remembered::now_secs()));
+            let verdict = match given {
+                Some(v) => {
+                    self.chain[i].metrics.remembered();
+                    self.record(i, Phase::RequestHeaders, &v);
+                    Some(v)
+                }
+                None => {
+                    let v = self
+                        .call(i, Phase::RequestHeaders, req, None, false)
+                        .await?;
+                    if let (Some(memo), Some(v)) = (memo, &v)
+                        && v.remember.is_some()
+                    {
+                        memo.put(&req.headers, v, remembered::now_secs());
+                    }
+                    v
+                }
+            };
+            if let Some(v) = verdict {
                 self.want_request_body[i] &= v.want_body;
                 if let Flow::Stop(resp) = self.apply_request(i, v, req) {
                     self.ran = i;

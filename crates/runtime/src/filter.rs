@@ -16,7 +16,7 @@ use super::bindings::{
 };
 use super::call::{CallError, Live, by_deadline, classify, new_store};
 use super::convert::{decode_headers, encode_request, host_owned};
-use super::state::{GuestIdentity, GuestState};
+use super::state::{GuestIdentity, GuestState, Remembering};
 use wharf_config::Limits;
 use wharf_core::request::{Request, Response};
 use wharf_core::verdict::{
@@ -151,7 +151,11 @@ impl Live<FilterExports> {
         route: Option<Arc<BTreeMap<String, String>>>,
     ) -> Result<Verdict, CallError> {
         self.begin(req, true);
-        self.store.data_mut().route_values = route;
+        let data = self.store.data_mut();
+        data.route_values = route;
+        if phase == Phase::RequestHeaders {
+            data.remember = Remembering::Open;
+        }
         let (head, headers) = encode_request(req, &mut self.scratch);
         let f = &self.exports.filter;
         let deadline = self.store.data().deadline_at;
@@ -192,9 +196,18 @@ impl Live<FilterExports> {
             .await
             .ok_or(CallError::Deadline)?;
         self.in_call = false;
-        self.store.data_mut().route_values = None;
+        let data = self.store.data_mut();
+        data.route_values = None;
+        let remember = match std::mem::take(&mut data.remember) {
+            Remembering::Asked(ask) => Some(ask),
+            Remembering::Open | Remembering::Closed => None,
+        };
         match result {
             Ok((verdict,)) => verdict_from_guest(verdict, phase, self.limits.response_body)
+                .map(|mut v| {
+                    v.remember = remember;
+                    v
+                })
                 .map_err(CallError::InvalidVerdict),
             Err(err) => Err(classify(&self.store, err)),
         }
@@ -349,6 +362,7 @@ pub(super) fn verdict_from_guest(
             tags: clip_list(v.audit.tags),
             reason: clip(&v.audit.reason).to_string(),
         },
+        remember: None,
     })
 }
 

@@ -1,5 +1,6 @@
 //! Per-store state: the memory limiter, lazily built sandboxed WASI, and the
-//! host imports (`log`, `config`) every guest gets.
+//! host imports (`log`, `config`) every guest gets, and the filters'
+//! `remember-verdict`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{Host, Level};
 use super::outbound::Hooks;
+use wharf_core::verdict::{MAX_REMEMBER_HEADERS, Remember};
 
 /// Longest guest log message kept; longer ones are cut at a char boundary.
 const MAX_LOG_MESSAGE: usize = 4096;
@@ -56,6 +58,10 @@ pub struct GuestState {
     /// The span the current call's outbound requests and calls start
     /// under, when the host exports traces.
     pub(crate) trace: Option<wharf_core::trace::Trace>,
+    /// Whether the current call is a filter's `on-request-headers`, the
+    /// only one that may ask for its verdict to be remembered, and what it
+    /// asked.
+    pub(crate) remember: Remembering,
     wasi: Option<WasiCtx>,
     /// `wasi:http` state, for components that use it; built on first use.
     http: Option<(WasiHttpCtx, Hooks)>,
@@ -77,6 +83,7 @@ impl GuestState {
             sink: None,
             reach: None,
             trace: None,
+            remember: Remembering::Closed,
             wasi: None,
             http: None,
             table: ResourceTable::new(),
@@ -169,9 +176,47 @@ impl Host for GuestState {
     }
 }
 
-// The type-only interfaces have nothing to implement.
+/// Where the current call stands on `filtering.remember-verdict`.
+#[derive(Debug, Default)]
+pub(crate) enum Remembering {
+    /// Not a filter's `on-request-headers` call: asking is an error.
+    #[default]
+    Closed,
+    /// In `on-request-headers`, nothing asked yet.
+    Open,
+    /// Asked (the last ask of the call counts).
+    Asked(Remember),
+}
+
+// The type-only interface has nothing to implement.
 impl super::bindings::TypesHost for GuestState {}
-impl super::bindings::FilteringHost for GuestState {}
+
+impl super::bindings::FilteringHost for GuestState {
+    fn remember_verdict(&mut self, headers: Vec<String>, until: u64) -> Result<(), String> {
+        if matches!(self.remember, Remembering::Closed) {
+            return Err("a verdict is remembered only from on-request-headers".into());
+        }
+        if headers.is_empty() || headers.len() > MAX_REMEMBER_HEADERS {
+            return Err(format!(
+                "{} headers named: a remembered verdict is keyed by 1 to {MAX_REMEMBER_HEADERS}",
+                headers.len()
+            ));
+        }
+        let headers = headers
+            .iter()
+            .map(|name| {
+                http::HeaderName::from_bytes(name.as_bytes())
+                    .ok()
+                    .filter(|h| h.as_str() == name)
+                    .ok_or_else(|| {
+                        format!("`{}` is not a lower-case header name", truncate(name, 64))
+                    })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        self.remember = Remembering::Asked(Remember { headers, until });
+        Ok(())
+    }
+}
 
 fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {

@@ -32,6 +32,18 @@ pub use crate::filter_streaming_bindings::Guest as StreamingGuest;
 
 use crate::Response;
 
+/// Asks the host, from `on-request-headers`, to give the verdict this call
+/// returns again, without calling the filter, to later requests with the
+/// same values of `headers` (lower-case names, 1 to 8), until `until`
+/// (seconds since the Unix epoch; at most 300 seconds ahead are used).
+/// Only an `allow` that keeps the body is remembered, and only while the
+/// filter's config is unchanged. Ask only when the verdict depends on
+/// nothing else: `auth` asks once a credential verified.
+pub fn remember_verdict(headers: &[&str], until: u64) -> Result<(), String> {
+    let names: Vec<String> = headers.iter().map(|h| (*h).to_string()).collect();
+    crate::filter_bindings::wharf::plugin::filtering::remember_verdict(&names, until)
+}
+
 impl Verdict {
     /// Allow, change nothing, want no body.
     pub fn allow() -> Self {

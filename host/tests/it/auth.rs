@@ -4,7 +4,9 @@
 //! can be wrong is a 401 with `WWW-Authenticate`, API keys are checked
 //! against their stored hashes, and the credential does not reach the agent;
 //! a token a warm instance remembers as verified is not used past its
-//! `exp` or a change of keys.
+//! `exp` or a change of keys; a verified credential presented again is
+//! answered by the host from the verdict it remembered, without a call,
+//! except on a route that overrides the filter's config.
 
 use std::path::Path;
 
@@ -367,5 +369,111 @@ async fn a_remembered_token_is_never_used_past_its_exp_or_a_key_change() {
     .await;
     let reply = with_bearer(&server, &lasting).await;
     assert!(reply.text().contains("signature"), "{}", reply.text());
+    server.stop().await;
+}
+
+const CALLS: &str = r#"wharf_filter_calls_total{filter="auth",phase="request_headers"}"#;
+const REMEMBERED: &str = r#"wharf_filter_remembered_total{filter="auth"}"#;
+const ALLOWED: &str = r#"wharf_filter_decisions_total{filter="auth",phase="request_headers",decision="allow",enforced="true"}"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_verified_credential_is_answered_by_the_host_without_a_call() {
+    let dir = agents_dir(&["mirror", "auth"]);
+    let server = auth_server(dir.path()).await;
+    // A JWT: verified by a call, then given again by the host from the
+    // verdict it remembered. The agent sees the same request byte for
+    // byte (claims as metadata, the credential removed) either way, and
+    // every answer is counted as the filter's decision.
+    let jwt = token(Algorithm::HS256, None, good_claims());
+    let first = with_bearer(&server, &jwt).await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    assert_eq!(first.json()["meta"]["auth.sub"], "alice");
+    assert!(first.json()["headers"].get("authorization").is_none());
+    for n in 1..=3 {
+        let again = with_bearer(&server, &jwt).await;
+        assert_eq!(again.status, 200, "{}", again.text());
+        assert_eq!(
+            again.body, first.body,
+            "the agent saw what it saw after the call"
+        );
+        assert_eq!(metric(&server, REMEMBERED).await, f64::from(n));
+    }
+    assert_eq!(metric(&server, CALLS).await, 1.0, "one call, for the first");
+    assert_eq!(metric(&server, ALLOWED).await, 4.0);
+
+    // Another token is a call of its own; a refused one is never
+    // remembered (an unsigned token cannot fill the host's memory).
+    let other = token(Algorithm::RS256, None, good_claims());
+    assert_eq!(with_bearer(&server, &other).await.status, 200);
+    let at = jwt.len() - 5;
+    let swap = if &jwt[at..=at] == "A" { "B" } else { "A" };
+    let forged = format!("{}{swap}{}", &jwt[..at], &jwt[at + 1..]);
+    for _ in 0..2 {
+        assert_eq!(with_bearer(&server, &forged).await.status, 401);
+    }
+    assert_eq!(metric(&server, CALLS).await, 4.0);
+
+    // An API key likewise: one call, then the host's answer, the key
+    // removed both times; a wrong key is called and refused every time.
+    let url = server.url("/agents/mirror");
+    let with_key = |key: &'static str| {
+        let url = url.clone();
+        async move { send(&client(), Method::POST, &url, &[("x-api-key", key)], "p").await }
+    };
+    let first = with_key("k-123").await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    assert_eq!(first.json()["meta"]["auth.key"], "ci");
+    let again = with_key("k-123").await;
+    assert_eq!(again.body, first.body);
+    assert!(again.json()["headers"].get("x-api-key").is_none());
+    for _ in 0..2 {
+        assert_eq!(with_key("k-124").await.status, 401);
+    }
+    assert_eq!(metric(&server, CALLS).await, 7.0);
+    assert_eq!(metric(&server, REMEMBERED).await, 4.0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_route_with_its_own_auth_config_is_called_every_time() {
+    let dir = agents_dir(&["auth"]);
+    copy_guest(dir.path(), "mirror", "a");
+    copy_guest(dir.path(), "mirror", "b");
+    let kdl = r#"
+filter "auth" { config { secret "a shared secret of decent length"; audience "wharf" } }
+agent "a" { filters "auth"; }
+agent "b" {
+    filters "auth"
+    filter-config "auth" { audience "b-only" }
+}
+"#;
+    let server = Server::start(config(dir.path(), kdl)).await;
+    let jwt = token(Algorithm::HS256, None, good_claims());
+    let bearer = format!("Bearer {jwt}");
+    let to = |agent: &str| {
+        let url = server.url(&format!("/agents/{agent}"));
+        let bearer = bearer.clone();
+        async move {
+            send(
+                &client(),
+                Method::GET,
+                &url,
+                &[("authorization", &bearer)],
+                "",
+            )
+            .await
+        }
+    };
+    // `a` remembers the token under the filter's own config; `b`, whose
+    // audience differs, refuses it, although the same token was remembered.
+    assert_eq!(to("a").await.status, 200);
+    assert_eq!(to("a").await.status, 200);
+    for _ in 0..2 {
+        let reply = to("b").await;
+        assert_eq!(reply.status, 401, "{}", reply.text());
+        assert!(reply.text().contains("audience"), "{}", reply.text());
+    }
+    assert_eq!(metric(&server, REMEMBERED).await, 1.0);
+    assert_eq!(metric(&server, CALLS).await, 3.0);
     server.stop().await;
 }

@@ -15,7 +15,8 @@
 //! - `realm` (default `wharf`); `keep-credentials "true"` passes the
 //!   credential on to the agent (by default it is removed)
 //! - `cache`: verified tokens an instance remembers (default 1024; `0`:
-//!   none), see [`Verified`]
+//!   none), see [`Verified`]; unless `0`, the host is also asked to give a
+//!   verified credential's allow again without a call (`remember-verdict`)
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use sha2::{Digest, Sha256};
-use wharf_guest::filter::{Phases, Verdict};
+use wharf_guest::filter::{Phases, Verdict, remember_verdict};
 use wharf_guest::{Head, Level, config, header_pairs, json_string, log};
 
 /// Keys and checks for one configuration, parsed once per instance.
@@ -74,7 +75,37 @@ const MAX_REMEMBERED_TOKEN: usize = 4096;
 struct Remembered {
     /// Seconds since the epoch after which the entry is not used.
     until: u64,
-    metadata: Rc<[(String, String)]>,
+    metadata: Metadata,
+}
+
+/// The metadata a verified token's claims give, shared by its uses.
+type Metadata = Rc<[(String, String)]>;
+
+/// Until when a token verified at `now` may be used without a check: its
+/// `exp`, and at most [`MAX_REMEMBER_SECS`].
+fn remember_until(exp: Option<u64>, now: u64) -> u64 {
+    exp.unwrap_or(u64::MAX).min(now + MAX_REMEMBER_SECS)
+}
+
+/// Asks the host to give this allow again, without a call, to requests
+/// presenting the same credential until `until`: it depends on nothing
+/// else (the credential's header values, and the config, whose change
+/// empties the host's memory). Not with `cache "0"`.
+fn remember(s: &Settings, until: u64) {
+    if s.verified.borrow().capacity == 0 {
+        return;
+    }
+    let asked = if s.api_keys.is_empty() {
+        remember_verdict(&["authorization"], until)
+    } else {
+        remember_verdict(&[s.api_key_header.as_str(), "authorization"], until)
+    };
+    if let Err(e) = asked {
+        log(
+            Level::Warn,
+            &format!("auth: the host keeps no verdict: {e}"),
+        );
+    }
 }
 
 fn now_secs() -> u64 {
@@ -91,19 +122,19 @@ impl Verified {
         }
     }
 
-    /// The metadata of a token verified before and not yet expired.
-    fn get(&mut self, token: &str, now: u64) -> Option<Rc<[(String, String)]>> {
+    /// The metadata of a token verified before and not yet expired, and
+    /// until when it may be used.
+    fn get(&mut self, token: &str, now: u64) -> Option<(Metadata, u64)> {
         let entry = self.entries.get(token)?;
         if now < entry.until {
-            return Some(entry.metadata.clone());
+            return Some((entry.metadata.clone(), entry.until));
         }
         self.entries.remove(token);
         None
     }
 
-    /// Remembers a verified token until `exp` (its claim, if any).
-    fn put(&mut self, token: &str, exp: Option<u64>, now: u64, metadata: Rc<[(String, String)]>) {
-        let until = exp.unwrap_or(u64::MAX).min(now + MAX_REMEMBER_SECS);
+    /// Remembers a verified token until `until` ([`remember_until`]).
+    fn put(&mut self, token: &str, until: u64, now: u64, metadata: Metadata) {
         if self.capacity == 0 || until <= now || token.len() > MAX_REMEMBERED_TOKEN {
             return;
         }
@@ -391,10 +422,7 @@ fn claim_text(v: &serde_json::Value) -> String {
 }
 
 /// The metadata a verified token's claims give (`auth.sub`, …).
-fn claim_metadata(
-    s: &Settings,
-    claims: &serde_json::Map<String, serde_json::Value>,
-) -> Rc<[(String, String)]> {
+fn claim_metadata(s: &Settings, claims: &serde_json::Map<String, serde_json::Value>) -> Metadata {
     s.claims
         .iter()
         .filter_map(|name| {
@@ -422,6 +450,7 @@ impl wharf_guest::filter::Guest for Auth {
             let digest: [u8; 32] = Sha256::digest(presented).into();
             return match s.api_keys.iter().find(|(_, d)| same(d, &digest)) {
                 Some((name, _)) => {
+                    remember(&s, remember_until(None, now_secs()));
                     let v = Verdict::allow()
                         .meta("auth.method", "api-key")
                         .meta("auth.key", name);
@@ -447,8 +476,8 @@ impl wharf_guest::filter::Guest for Auth {
         };
         let now = now_secs();
         let remembered = s.verified.borrow_mut().get(token, now);
-        let metadata = match remembered {
-            Some(metadata) => metadata,
+        let (metadata, until) = match remembered {
+            Some(kept) => kept,
             None => match check_jwt(&s, token) {
                 Ok(claims) => {
                     let metadata = claim_metadata(&s, &claims);
@@ -456,14 +485,16 @@ impl wharf_guest::filter::Guest for Auth {
                     let exp = claims
                         .get("exp")
                         .and_then(|e| e.as_u64().or_else(|| e.as_f64().map(|f| f.max(0.0) as u64)));
+                    let until = remember_until(exp, now);
                     s.verified
                         .borrow_mut()
-                        .put(token, exp, now, metadata.clone());
-                    metadata
+                        .put(token, until, now, metadata.clone());
+                    (metadata, until)
                 }
                 Err((rule, why)) => return refuse(&s, rule, &why, true),
             },
         };
+        remember(&s, until);
         let mut v = Verdict::allow().meta("auth.method", "jwt");
         for (name, value) in metadata.iter() {
             v = v.meta(name, value);

@@ -259,6 +259,12 @@ pub const FAMILIES: &[Family] = &[
         "Requests a filter let through unexamined: failed_open, body_past_limit.",
     ),
     family(
+        "wharf_filter_remembered_total",
+        C,
+        &["filter"],
+        "Request-headers verdicts given again without a call (the filter asked to have them remembered).",
+    ),
+    family(
         "wharf_filter_rule_hits_total",
         C,
         &["filter", "rule"],
