@@ -326,4 +326,40 @@ mod tests {
         assert!(!limiter.memory_growing(1024, 2048, None).unwrap());
         assert!(limiter.exceeded);
     }
+
+    #[test]
+    fn a_verdict_is_remembered_only_when_asked_rightly() {
+        use super::super::bindings::FilteringHost;
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut state = GuestState::new(Arc::new(GuestIdentity::default()), 1 << 20);
+        // Outside `on-request-headers`.
+        let err = state
+            .remember_verdict(names(&["authorization"]), 10)
+            .unwrap_err();
+        assert!(err.contains("only from on-request-headers"), "{err}");
+        state.remember = Remembering::Open;
+        for (bad, why) in [
+            (names(&["Authorization"]), "lower-case header name"),
+            (names(&["x y"]), "lower-case header name"),
+            (names(&[]), "keyed by 1 to 8"),
+            (names(&["a"; 9]), "keyed by 1 to 8"),
+        ] {
+            let err = state.remember_verdict(bad, 10).unwrap_err();
+            assert!(err.contains(why), "{err}");
+            assert!(matches!(state.remember, Remembering::Open));
+        }
+        state
+            .remember_verdict(names(&["authorization", "x-api-key"]), 10)
+            .unwrap();
+        match &state.remember {
+            Remembering::Asked(ask) => {
+                assert_eq!(ask.until, 10);
+                assert_eq!(
+                    ask.headers,
+                    [http::header::AUTHORIZATION, "x-api-key".parse().unwrap()]
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
