@@ -145,11 +145,19 @@ impl<'a> ChainRun<'a> {
     /// when the filter failed open earlier in this request (it is passed
     /// over whole, as if it were not in the chain).
     fn effects(&self, i: usize) -> Option<&'a Effects> {
-        let route: &'a FilterRoute = &self.chain[i];
-        if self.route_values.contains_key(route.name()) || matches!(self.slots[i], Slot::Skipped) {
+        if !self.own_config(i) {
             return None;
         }
+        let route: &'a FilterRoute = &self.chain[i];
         route.entry.effects.as_deref()
+    }
+
+    /// Whether filter `i` serves this request under its own config, as
+    /// what it declared or asked to be remembered was made: not on a route
+    /// that overrides its config, nor once it failed open in this request.
+    fn own_config(&self, i: usize) -> bool {
+        !self.route_values.contains_key(self.chain[i].name())
+            && !matches!(self.slots[i], Slot::Skipped)
     }
 
     /// Filter `i`'s remembered request-headers verdicts, when they apply
@@ -158,15 +166,9 @@ impl<'a> ChainRun<'a> {
     /// nor for a filter called in other phases too (an instance there
     /// would not have seen the request's headers).
     fn remembered(&self, i: usize, phases: Phases) -> Option<&'a Remembered> {
-        let route: &'a FilterRoute = &self.chain[i];
         let only_headers = Phases::default().with(Phase::RequestHeaders);
-        if phases != only_headers
-            || self.route_values.contains_key(route.name())
-            || matches!(self.slots[i], Slot::Skipped)
-        {
-            return None;
-        }
-        Some(&route.remembered)
+        let route: &'a FilterRoute = &self.chain[i];
+        (phases == only_headers && self.own_config(i)).then_some(&route.remembered)
     }
 
     /// The phases filter `i`'s guest is called in for this request, given
