@@ -23,7 +23,8 @@
 //!   (zentinel-modsec) when `scripts/bench/waf-old-engine.sh` has built it;
 //!   and the filter built with wasm SIMD when `scripts/bench/waf-simd.sh` has;
 //!   and an earlier revision of the filter (`*_before` rows) when
-//!   `scripts/bench/waf-at.sh REV` has built it;
+//!   `scripts/bench/waf-at.sh REV` has built it; with `WAF_KEEP_MIB=N`,
+//!   freed pool slots keep up to N MiB of dirty pages each (`waf_engine`);
 //! - `waf_curve`: CRS over a clean form from 1 KiB to about 1 MiB;
 //! - `filter_call`: the `allow` filter's header call alone, as Wharf's
 //!   runtime makes it (`FilterLive::phase`) and as a bare, synchronous
@@ -360,6 +361,24 @@ fn many_fields(bytes: usize, distinct: bool) -> Vec<u8> {
     body
 }
 
+/// The `waf` group's engine: the default, or with `WAF_KEEP_MIB=N` a pool
+/// whose freed slots keep up to N MiB of dirty pages each (what
+/// `server { instance-slots 200 }` gives a node: 1 MiB), for the fresh rows.
+fn waf_engine() -> EngineSettings {
+    let keep = std::env::var("WAF_KEEP_MIB")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    if keep == 0 {
+        return EngineSettings::default();
+    }
+    EngineSettings {
+        keep_resident: keep << 20,
+        idle_resident: 64 << 30,
+        ..EngineSettings::default()
+    }
+}
+
 fn waf(c: &mut Criterion) {
     let old = old_engine();
     if !old {
@@ -452,7 +471,7 @@ fn waf(c: &mut Criterion) {
             ("crs-before", "waf-before"),
         ]);
     }
-    let (pipeline, _dir) = pipeline(&guests, &kdl);
+    let (pipeline, _dir) = pipeline_with(&guests, &kdl, &waf_engine());
     let rt = runtime();
     let attack = request("q=1%27%20OR%20%271%27%3D%271", form(1 << 10));
     let mut g = c.benchmark_group("waf");

@@ -85,6 +85,29 @@ fn a_live_instance_is_dropped_after_a_trap_and_a_fresh_one_works() {
     assert_eq!(agents[0].image.handle_fresh(&req).unwrap().body, "fresh");
 }
 
+/// A fresh instance starts from the component's image however the
+/// instance before it in the same pool slot scattered its writes: `scatter`
+/// dirties 128 disjoint regions a call, more than one pass of wasmtime's
+/// dirty-page scan reports (third_party/wasmtime resumes the scan).
+#[test]
+fn a_fresh_instance_never_sees_what_the_one_before_it_wrote() {
+    let (_rt, agents) = load(&["scatter"], Limits::default());
+    let req = Request::new(Method::POST, "/");
+    // The fixture sees writes where they are kept: a live instance's second call.
+    let mut live = agents[0].image.instantiate().unwrap();
+    assert_eq!(live.handle(&req).unwrap().body, "0");
+    assert_eq!(live.handle(&req).unwrap().body, "128");
+    // Its slot, written all over, goes back to the pool for the next ones.
+    drop(live);
+    for i in 0..20 {
+        let answer = agents[0].image.handle_fresh(&req).unwrap();
+        assert_eq!(
+            answer.body, "0",
+            "fresh call {i}: pages an earlier instance wrote"
+        );
+    }
+}
+
 #[test]
 fn describe_and_health_answer() {
     let (_rt, agents) = load(&["echo"], Limits::default());
