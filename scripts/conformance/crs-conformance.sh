@@ -10,13 +10,13 @@
 #
 # scripts/conformance/crs-conformance.sh [--cases FILE] [--sample N] [--floor PCT]
 #                            [--decision-floor PCT] [--bin WHARF]
-# Default cases: ../shared/crs/regression-tests.jsonl.gz. --sample N takes
+# Default cases: third_party/coreruleset/tests/regression-tests.jsonl.gz. --sample N takes
 # a fixed sample (by a hash of the case id); the floors make it exit 1
 # when a score is below them (the test command runs a sample so). Without
 # --bin it builds a release `wharf`.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cases="$root/../shared/crs/regression-tests.jsonl.gz"
+cases="$root/third_party/coreruleset/tests/regression-tests.jsonl.gz"
 sample=0 floor=0 decision_floor=0 bin=""
 while [ $# -gt 0 ]; do
     case "$1" in

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Replays CRS regression cases (the JSON-lines format of
-../shared/crs/regression-tests.jsonl.gz) over HTTP against a running
+third_party/coreruleset/tests/regression-tests.jsonl.gz) over HTTP against a running
 `wharf serve`, with go-ftw's semantics, and prints the score and the
 failures by rule. Used by scripts/conformance/crs-conformance.sh, which starts the
 server; standard library only.

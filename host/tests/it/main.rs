@@ -33,6 +33,7 @@ mod pg_store;
 mod registry;
 mod reliability;
 mod reload;
+mod repository;
 mod routing;
 mod runtime;
 mod scaffold;

@@ -1,5 +1,5 @@
 //! Replays CRS regression cases (the JSON-lines format of
-//! `../shared/crs/regression-tests.jsonl.gz`) through the engine in
+//! `third_party/coreruleset/tests/regression-tests.jsonl.gz`) through the engine in
 //! process, without HTTP: a fast loop for working on the engine. The
 //! figures that count come from `scripts/conformance/crs-conformance.sh`, over HTTP
 //! against a real `wharf serve`.
