@@ -392,8 +392,10 @@ impl App {
             let r = metrics.recorder();
             let evicted =
                 crate::metrics::counter(r, "wharf_connections_evicted_total", label.clone());
+            let stalled =
+                crate::metrics::counter(r, "wharf_connections_stalled_total", label.clone());
             let open = crate::metrics::gauge(r, "wharf_connections_open", label);
-            Slots::new(limit, evicted, open)
+            Slots::new(limit, evicted, stalled, open)
         };
         let http_slots = slots(self.config.server.connections, "http");
         let binary = self.binary.map(|listeners| {

@@ -15,10 +15,10 @@
 # *.diff is applied with `patch -p1` (the script stops if one does not
 # apply: the diff must then be redone against the new release).
 #
-# For wasmtime, the workspace's other wasmtime crates follow: every
-# `version = "=OLD"` of wasmtime's family in Cargo.toml and fuzz/Cargo.toml
-# becomes the new version and `cargo update` takes them, so that
-# `it::repository` (one version of every wasmtime crate) holds.
+# For wasmtime, the workspace follows: its `wasmtime = "=OLD"` pin (in
+# Cargo.toml and fuzz/Cargo.toml) becomes the new version, Cargo.lock takes
+# the crates the release pins, and the other wasmtime crates go to the
+# newest release of the line, so that `it::repository` holds.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 crate="${1:?usage: scripts/setup/repatch.sh CRATE [VERSION]}"
@@ -132,9 +132,15 @@ echo "third_party/$crate: $crate $old -> $version, diffs applied"
 if [ "$crate" = wasmtime ] && [ "$version" != "$old" ]; then
     for manifest in "$root/Cargo.toml" "$root/fuzz/Cargo.toml"; do
         [ -f "$manifest" ] || continue
-        sed -i -E "/^(wasmtime[a-z-]*|wasi-preview1-component-adapter-provider) *=/ s/\"=$old\"/\"=$version\"/" "$manifest"
+        sed -i -E "/^wasmtime *=/ s/\"=$old\"/\"=$version\"/" "$manifest"
     done
-    cargo update --quiet --manifest-path "$root/Cargo.toml" -p "wasmtime@$old" --precise "$version" 2>/dev/null ||
-        cargo update --quiet --manifest-path "$root/Cargo.toml"
-    echo "Cargo.toml pins wasmtime's family at =$version; review PATCHED.md's figures and re-run the runtime tests"
+    # Resolving again moves the crates the copy pins (wasmtime-environ,
+    # the internal crates, Cranelift, Pulley) to its release; the
+    # workspace's other wasmtime crates go to the newest release of the
+    # line (a patch release publishes only the crates it changes).
+    cargo metadata --quiet --format-version 1 --manifest-path "$root/Cargo.toml" >/dev/null
+    cargo update --quiet --manifest-path "$root/Cargo.toml" \
+        -p wasmtime-wasi -p wasmtime-wasi-http -p wasmtime-wasi-io -p wasmtime-wizer \
+        -p wasi-preview1-component-adapter-provider
+    echo "Cargo.lock follows wasmtime $version; review PATCHED.md's figures and re-run the runtime tests"
 fi

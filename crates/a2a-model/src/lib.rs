@@ -5,6 +5,7 @@
 
 #![deny(missing_docs)]
 
+pub mod bounds;
 mod card;
 mod error;
 mod keeping;

@@ -689,9 +689,9 @@ impl Pipeline {
 
     /// A client's read of what kept topics matching `pattern` received
     /// (`GET /topics/{pattern}/messages?…`), after the top-level filters:
-    /// one page as JSON.
+    /// one page as JSON, bounded in messages and bytes, streamed.
     pub async fn read_topic(&self, pattern: &str, req: Request) -> Result<Response, PipelineError> {
-        use crate::topics::read::{ReadError, page_json, parse_query};
+        use crate::topics::read::{ReadError, page_response, parse_query};
         let answer = |req: Request| -> BoxFuture<'_, Result<Response, PipelineError>> {
             let checked = crate::topics::Pattern::parse(pattern)
                 .map_err(|e| PipelineError::Topic(e.into()))
@@ -701,10 +701,7 @@ impl Pipeline {
                 let query = checked?;
                 let keeping = keeping.ok_or_else(|| ReadError::NotKept(pattern.into()))?;
                 let page = keeping.history.read(query).await.map_err(ReadError::from)?;
-                Ok(json_response(
-                    http::StatusCode::OK,
-                    &page_json(pattern, &page),
-                ))
+                Ok(page_response(pattern, page))
             })
         };
         let body = Body::Ready(bytes::Bytes::new());

@@ -1,8 +1,17 @@
 //! The accept loop: hyper-util's auto builder (HTTP/1.1 and h2c, or over
 //! TLS with ALPN, see [`super::tls`]) with a timer so header-read timeouts
-//! fire, a bounded request head, the connection limit (idle connections
-//! make room, see [`super::slots`]), and graceful shutdown that lets
-//! in-flight requests finish.
+//! fire, a bounded request head, the connection limit (idle and stalled
+//! connections make room, see [`super::slots`]), a progress deadline on
+//! every answer, and graceful shutdown that lets in-flight requests finish.
+//!
+//! An answer's body is handed to hyper in pieces of at most [`PIECE`]
+//! bytes, each piece's wait on the client clocked ([`Progress`]): a
+//! connection one of whose answers waits longer than `write-timeout` (an
+//! HTTP/2 client that never opens its flow-control window, which no socket
+//! write would ever show) is closed, and at the connection limit one whose
+//! answers all wait on the client makes room. HTTP/2 connections are also
+//! pinged every `write-timeout`, and closed when a ping goes unanswered
+//! for as long.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -11,6 +20,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
+use bytes::Bytes;
+use hyper::body::Frame;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
@@ -18,7 +29,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tower::Service;
 
-use super::slots::{Busy, Slot, Slots};
+use super::slots::{Busy, Progress, Slot, Slots};
 use super::stall::WriteTimeout;
 use super::tls::ServerTls;
 
@@ -34,6 +45,10 @@ const MAX_H2_PENDING_RESETS: usize = 20;
 /// Streams the host may reset for a client's errors before it closes the
 /// connection.
 const MAX_H2_ERROR_RESETS: usize = 256;
+/// The most of an answer handed to hyper at once: what a client must take
+/// within `write-timeout` to count as reading (its flow-control window
+/// opened for at least this much, or its socket drained of it).
+pub const PIECE: usize = 64 << 10;
 
 /// Serves `app` on `listener` (over TLS when `tls` is set) until
 /// `shutdown` resolves, then waits up to the grace period for open
@@ -63,7 +78,10 @@ pub async fn serve(
         .max_header_list_size(settings.max_head as u32)
         .max_concurrent_streams(MAX_H2_STREAMS)
         .max_pending_accept_reset_streams(MAX_H2_PENDING_RESETS)
-        .max_local_error_reset_streams(MAX_H2_ERROR_RESETS);
+        .max_local_error_reset_streams(MAX_H2_ERROR_RESETS)
+        // A peer that stops answering pings is gone: close it.
+        .keep_alive_interval(Some(settings.write_timeout))
+        .keep_alive_timeout(settings.write_timeout);
     let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
     let https = tls.is_some();
@@ -103,7 +121,12 @@ pub async fn serve(
             let conn = builder
                 .serve_connection_with_upgrades(TokioIo::new(io), service)
                 .into_owned();
-            tokio::spawn(run(graceful.watch(conn), slot, remote));
+            tokio::spawn(run(
+                graceful.watch(conn),
+                slot,
+                remote,
+                settings.write_timeout,
+            ));
             continue;
         };
         // The handshake runs on the connection's own task, within the
@@ -134,7 +157,7 @@ pub async fn serve(
             let conn = builder
                 .serve_connection_with_upgrades(TokioIo::new(io), service)
                 .into_owned();
-            run(watcher.watch(conn), slot, remote).await;
+            run(watcher.watch(conn), slot, remote, settings.write_timeout).await;
         });
     }
 
@@ -150,8 +173,9 @@ pub async fn serve(
     }
 }
 
-/// Serves one connection until it ends or is closed to make room.
-async fn run<C, E>(conn: C, slot: Arc<Slot>, remote: SocketAddr)
+/// Serves one connection until it ends, is closed to make room, or one of
+/// its answers waits on the client for longer than `write_timeout`.
+async fn run<C, E>(conn: C, slot: Arc<Slot>, remote: SocketAddr, write_timeout: Duration)
 where
     C: Future<Output = Result<(), E>>,
     E: std::fmt::Display,
@@ -161,7 +185,10 @@ where
             tracing::debug!(%remote, error = %err, "connection ended with an error");
         },
         () = slot.evicted() => {
-            tracing::debug!(%remote, "idle connection closed to make room");
+            tracing::debug!(%remote, "idle or stalled connection closed to make room");
+        }
+        () = slot.stalled(write_timeout) => {
+            tracing::debug!(%remote, ?write_timeout, "connection closed: an answer made no progress");
         }
     }
 }
@@ -191,6 +218,7 @@ fn with_client(
 ) -> impl Fn(hyper::Request<Incoming>) -> Answer + Clone {
     move |mut req: hyper::Request<Incoming>| {
         let busy = slot.busy();
+        let slot = slot.clone();
         req.extensions_mut().insert(ConnectInfo(client.remote));
         if client.https {
             req.extensions_mut().insert(http::uri::Scheme::HTTPS);
@@ -199,33 +227,77 @@ fn with_client(
         let unnamed = unnamed.clone();
         Box::pin(async move {
             let resp = super::routes::finish(answer.await?, &unnamed);
-            Ok(resp.map(|body| axum::body::Body::new(Guarded { body, _busy: busy })))
+            Ok(resp.map(|body| {
+                axum::body::Body::new(Guarded {
+                    body,
+                    rest: Bytes::new(),
+                    progress: slot.progress(),
+                    _busy: busy,
+                })
+            }))
         })
     }
 }
 
-/// A response body that keeps its connection busy until it is dropped.
+/// A response body that keeps its connection busy until it is dropped,
+/// hands hyper at most [`PIECE`] bytes at a time, and clocks how long each
+/// piece waits on the client.
 struct Guarded {
     body: axum::body::Body,
+    /// What is left of the data frame being handed out in pieces.
+    rest: Bytes,
+    progress: Progress,
     _busy: Busy,
 }
 
+impl Guarded {
+    /// The next piece of `data`, the remainder kept for the next poll.
+    fn piece(&mut self, mut data: Bytes) -> Frame<Bytes> {
+        if data.len() > PIECE {
+            self.rest = data.split_off(PIECE);
+        }
+        self.progress.owes();
+        Frame::data(data)
+    }
+}
+
 impl hyper::body::Body for Guarded {
-    type Data = bytes::Bytes;
+    type Data = Bytes;
     type Error = axum::Error;
 
     fn poll_frame(
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    ) -> std::task::Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        use std::task::Poll;
+        let me = self.get_mut();
+        // Hyper is back for more: what it held has been taken.
+        me.progress.settled();
+        if !me.rest.is_empty() {
+            let rest = std::mem::take(&mut me.rest);
+            return Poll::Ready(Some(Ok(me.piece(rest))));
+        }
+        match std::pin::Pin::new(&mut me.body).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => Poll::Ready(Some(Ok(me.piece(data)))),
+                Err(frame) => Poll::Ready(Some(Ok(frame))),
+            },
+            other => other,
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.rest.is_empty() && self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
+        let inner = self.body.size_hint();
+        let rest = self.rest.len() as u64;
+        let mut hint = hyper::body::SizeHint::new();
+        hint.set_lower(inner.lower() + rest);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + rest);
+        }
+        hint
     }
 }

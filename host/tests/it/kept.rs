@@ -477,6 +477,30 @@ async fn a_host_told_to_stop_writes_what_it_had_queued() {
     assert_eq!(jobs_kept(&base).await.len(), 300);
 }
 
+/// The numbers the first `width` characters of each event's payload
+/// hold, for the first `n` events read from a watch (frames taken off as
+/// they complete, so large ones cost no rescans).
+async fn numbered(body: &mut hyper::body::Incoming, n: usize, width: usize) -> Vec<u32> {
+    let mut pending = String::new();
+    let mut got: Vec<u32> = Vec::new();
+    while got.len() < n {
+        let chunk = tokio::time::timeout(Duration::from_secs(60), next_chunk(body))
+            .await
+            .unwrap_or_else(|_| panic!("{n} events within 60 s; got {}", got.len()))
+            .unwrap()
+            .expect("the stream stays open");
+        pending.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = pending.find("\n\n") {
+            let frame: String = pending.drain(..end + 2).collect();
+            if let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) {
+                let data: serde_json::Value = serde_json::from_str(data).unwrap();
+                got.push(data["payload"].as_str().unwrap()[..width].parse().unwrap());
+            }
+        }
+    }
+    got
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_watcher_too_slow_for_its_queue_loses_no_kept_message() {
     let dir = agents_dir(&["echo"]);
@@ -494,29 +518,70 @@ async fn a_watcher_too_slow_for_its_queue_loses_no_kept_message() {
     )
     .await;
     assert!(dropped > 0.0, "the queue overflowed");
-    let mut pending = String::new();
-    let mut got: Vec<u32> = Vec::new();
-    while got.len() < 3000 {
-        let chunk = tokio::time::timeout(Duration::from_secs(30), next_chunk(&mut body))
-            .await
-            .unwrap_or_else(|_| panic!("3000 events within 30 s; got {}", got.len()))
-            .unwrap()
-            .expect("the stream stays open");
-        pending.push_str(std::str::from_utf8(&chunk).unwrap());
-        while let Some(end) = pending.find("\n\n") {
-            let frame: String = pending.drain(..end + 2).collect();
-            if let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) {
-                let data: serde_json::Value = serde_json::from_str(data).unwrap();
-                got.push(data["payload"].as_str().unwrap()[..5].parse().unwrap());
-            }
-        }
-    }
+    let got = numbered(&mut body, 3000, 5).await;
     let want: Vec<u32> = (0..3000).collect();
     assert!(
         got == want,
         "in order, none lost, none twice: first wrong at {:?}",
         got.iter().zip(&want).position(|(a, b)| a != b)
     );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_back_page_is_bounded_in_bytes_and_next_reads_on() {
+    let dir = agents_dir(&["echo"]);
+    let server = Server::start(config(dir.path(), r#"topic "big.>" { keep 100; }"#)).await;
+    // 40 messages of 1 MiB (the default max-payload), asked for in one page
+    // of a thousand: each answer holds at most 4 MiB of payload.
+    let mib = "m".repeat((1 << 20) - 8);
+    for n in 0..40 {
+        publish(&server, "big.x", &format!("{n:07} {mib}")).await;
+    }
+    let mut seen = Vec::new();
+    let mut after = String::new();
+    let mut pages = 0;
+    loop {
+        let url = server.url(&format!("/topics/big.%3E/messages?limit=1000{after}"));
+        let reply = get(&url).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert!(
+            reply.body.len() <= (4 << 20) + 4096,
+            "{} bytes",
+            reply.body.len()
+        );
+        let page = reply.json();
+        let got = payloads(&page);
+        assert!(!got.is_empty() && got.len() <= 4, "{} messages", got.len());
+        seen.extend(got.iter().map(|p| p[..7].parse::<u32>().unwrap()));
+        pages += 1;
+        match page["next"].as_u64() {
+            Some(next) => after = format!("&after={next}"),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        (0..40).collect::<Vec<_>>(),
+        "every message once, in order"
+    );
+    assert!(pages >= 10, "{pages} pages");
+
+    // Watchers resuming from the start, reading nothing: each holds what
+    // its queue and one page read back may hold, not the history.
+    let mut stalled = Vec::new();
+    for _ in 0..8 {
+        stalled.push(watch(&server, "big.%3E", Some(0)).await);
+    }
+    // Reads go on meanwhile: the read-back budget is shared, not taken.
+    let reply = get(&server.url("/topics/big.%3E/messages?limit=1&order=newest")).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(payloads(&reply.json()).len(), 1);
+    // A watcher that reads gets every kept message in order.
+    let mut body = watch(&server, "big.%3E", Some(0)).await;
+    let ids = numbered(&mut body, 40, 7).await;
+    assert_eq!(ids, (0..40).collect::<Vec<_>>());
+    drop(stalled);
     server.stop().await;
 }
 

@@ -3,6 +3,7 @@
 //! run once per test binary).
 
 mod a2a;
+mod a2a_bounds;
 mod a2a_grpc;
 mod a2a_tls;
 mod ahead;
@@ -38,6 +39,7 @@ mod routing;
 mod runtime;
 mod scaffold;
 mod security;
+mod stalls;
 mod streaming;
 mod telemetry;
 mod tls;

@@ -125,16 +125,38 @@ fn locked(lock: &str) -> Vec<(String, String)> {
     out
 }
 
-/// wasmtime's family: the crates released with wasmtime, at its version.
-fn wasmtime_family(name: &str) -> bool {
-    name == "wasmtime"
-        || name.starts_with("wasmtime-")
-        || name.starts_with("pulley-")
-        || name == "wasi-preview1-component-adapter-provider"
+/// The crates `manifest` pins with `=`: `(package, version)`.
+fn exact_pins(manifest: &str) -> Vec<(String, String)> {
+    let mut pins = Vec::new();
+    let mut section: Option<(String, Option<String>, Option<String>)> = None;
+    let mut flush = |section: &mut Option<(String, Option<String>, Option<String>)>| {
+        if let Some((key, package, Some(version))) = section.take()
+            && let Some(exact) = version.strip_prefix('=')
+        {
+            pins.push((package.unwrap_or(key), exact.to_string()));
+        }
+    };
+    for line in manifest.lines() {
+        if line.starts_with('[') {
+            flush(&mut section);
+            let name = line.trim_matches(|c| c == '[' || c == ']');
+            section = name
+                .rsplit_once("dependencies.")
+                .map(|(_, dep)| (dep.to_string(), None, None));
+        } else if let Some((_, package, version)) = section.as_mut() {
+            if let Some(v) = line.strip_prefix("version = ") {
+                *version = Some(v.trim_matches('"').to_string());
+            } else if let Some(p) = line.strip_prefix("package = ") {
+                *package = Some(p.trim_matches('"').to_string());
+            }
+        }
+    }
+    flush(&mut section);
+    pins
 }
 
 #[test]
-fn the_carried_wasmtime_is_the_version_of_every_wasmtime_crate() {
+fn the_carried_wasmtime_is_the_one_wasmtime_and_its_own_crates_match_it() {
     let top = top();
     let manifest = std::fs::read_to_string(top.join("third_party/wasmtime/Cargo.toml")).unwrap();
     let carried = locked(&format!("[[package]]\n{manifest}"))
@@ -143,20 +165,40 @@ fn the_carried_wasmtime_is_the_version_of_every_wasmtime_crate() {
         .map(|(_, v)| v)
         .expect("third_party/wasmtime/Cargo.toml names no version");
     let lock = std::fs::read_to_string(top.join("Cargo.lock")).unwrap();
-    let family: Vec<_> = locked(&lock)
-        .into_iter()
-        .filter(|(n, _)| wasmtime_family(n))
+    let lock = locked(&lock);
+    // One wasmtime: the patched copy, not a second one from the registry.
+    let wasmtimes: Vec<_> = lock.iter().filter(|(n, _)| n == "wasmtime").collect();
+    assert_eq!(wasmtimes, [&("wasmtime".to_string(), carried.clone())]);
+    // The crates released with it (its `=` pins: wasmtime-environ, the
+    // internal crates, Cranelift, Pulley) are at the versions it names.
+    let pins = exact_pins(&manifest);
+    assert!(pins.len() >= 5, "{pins:?}");
+    let mut checked = 0;
+    for (package, version) in &pins {
+        let found: Vec<_> = lock.iter().filter(|(n, _)| n == package).collect();
+        if found.is_empty() {
+            continue; // an optional dependency Wharf does not enable
+        }
+        assert!(
+            found.iter().all(|(_, v)| v == version),
+            "third_party/wasmtime ({carried}) pins {package} ={version}, Cargo.lock has {found:?}: \
+             re-make it with scripts/setup/repatch.sh wasmtime VERSION"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 5, "only {checked} of its pins are in Cargo.lock");
+    // Every other wasmtime crate is of the same release line (a line's
+    // patch releases publish only the crates they change).
+    let line = |v: &str| v.split('.').take(2).collect::<Vec<_>>().join(".");
+    let others: Vec<_> = lock
+        .iter()
+        .filter(|(n, _)| {
+            n.starts_with("wasmtime-") || n == "wasi-preview1-component-adapter-provider"
+        })
+        .filter(|(_, v)| line(v) != line(&carried))
         .collect();
     assert!(
-        family.len() >= 10,
-        "only {family:?} of wasmtime's crates in Cargo.lock"
+        others.is_empty(),
+        "not of wasmtime {carried}'s line: {others:?}"
     );
-    let other: Vec<_> = family.iter().filter(|(_, v)| *v != carried).collect();
-    assert!(
-        other.is_empty(),
-        "third_party/wasmtime is {carried}, but Cargo.lock has {other:?}: \
-         re-make it with scripts/setup/repatch.sh wasmtime VERSION"
-    );
-    // Exactly one wasmtime: the patched copy, not a second one from the registry.
-    assert_eq!(family.iter().filter(|(n, _)| n == "wasmtime").count(), 1);
 }

@@ -372,6 +372,59 @@ async fn a_client_that_never_finishes_its_handshake_holds_its_slot_only_until_ne
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn zero_window_h2_connections_over_tls_make_room_and_are_cut_off() {
+    let ca = TestCa::new();
+    let dir = agents_dir(&["echo"]);
+    ca.leaf().install(dir.path(), "server");
+    let tls = connector(&ca, &[b"h2"], &[&rustls::version::TLS13]);
+    // Every slot taken by an h2 connection (ALPN) whose answer waits on a
+    // window the client never opens.
+    let kdl = format!("{TLS_KDL}\nserver {{ connections 16; write-timeout \"1h\"; }}");
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    let addr = addr_of(&server);
+    let authority = format!("localhost:{}", addr.port());
+    let mut held = Vec::new();
+    for _ in 0..16 {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        let stream = tls.connect(name, tcp).await.unwrap();
+        assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+        held.push(crate::stalls::zero_window(stream, &authority, "https", 1).await);
+    }
+    // A client that reads is served: a stalled connection made room.
+    let served = tokio::time::timeout(
+        Duration::from_secs(600),
+        post_tls(&tls, addr, "/agents/echo", "reads"),
+    )
+    .await
+    .expect("a slot was made for the new client")
+    .unwrap();
+    assert_eq!(&served.body[..], b"reads");
+    for (conn, _) in &held {
+        conn.abort();
+    }
+    server.stop().await;
+
+    // With a short write timeout the stalled connection is closed by the
+    // server, over TLS as over h2c.
+    let kdl = format!("{TLS_KDL}\nserver {{ write-timeout \"1s\"; }}");
+    let server = Server::start(config(dir.path(), &kdl)).await;
+    let addr = addr_of(&server);
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = ServerName::try_from("localhost").unwrap();
+    let stream = tls.connect(name, tcp).await.unwrap();
+    let (conn, _heads) =
+        crate::stalls::zero_window(stream, &format!("localhost:{}", addr.port()), "https", 4).await;
+    let _ = tokio::time::timeout(Duration::from_secs(60), conn)
+        .await
+        .expect("the stalled TLS connection is closed by the server");
+    // And a client that reads is served after it.
+    let served = post_tls(&tls, addr, "/agents/echo", "after").await.unwrap();
+    assert_eq!(&served.body[..], b"after");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_certificate_swapped_under_load_fails_no_request() {
     let ca = TestCa::new();
     let (first, second) = (ca.leaf(), ca.leaf());

@@ -61,7 +61,13 @@ pub const FAMILIES: &[Family] = &[
         "wharf_connections_evicted_total",
         C,
         &["listener"],
-        "Idle connections closed to make room at the connection limit.",
+        "Idle connections, or busy ones whose every answer waits on the client, closed to make room at the connection limit.",
+    ),
+    family(
+        "wharf_connections_stalled_total",
+        C,
+        &["listener"],
+        "Connections closed because an answer waited on the client for write-timeout without progress.",
     ),
     family(
         "wharf_streams_open",

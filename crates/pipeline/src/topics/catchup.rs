@@ -9,6 +9,11 @@
 //! or below that id (and read from the history) or above it (and queued);
 //! and kept messages reach the queues in id order (the bus holds a lock
 //! from an id to its last queue).
+//!
+//! What is read back is bounded apart from the queue: one page at a time,
+//! of at most [`PAGE`] messages and [`PAGE_BYTES`] of payload (one message
+//! when a single one is larger), held in the history's read-back budget
+//! until its last event is handed on.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -17,10 +22,13 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::{Event, Queue};
-use wharf_tasks::history::{History, HistoryError, Query};
+use wharf_tasks::history::{History, HistoryError, Hold, Query};
 
 /// Kept messages read from the history per page while catching up.
-const PAGE: usize = 256;
+pub const PAGE: usize = 256;
+
+/// Payload bytes read from the history per page while catching up.
+pub const PAGE_BYTES: usize = 1 << 20;
 
 /// What comes next.
 pub(crate) enum Next {
@@ -42,6 +50,8 @@ pub(crate) struct Catchup {
     /// Whether ids `sent + 1 ..= upto` are still to be read back.
     replaying: bool,
     page: VecDeque<Arc<Event>>,
+    /// The page's place in the history's read-back budget.
+    hold: Hold,
 }
 
 impl Catchup {
@@ -55,6 +65,7 @@ impl Catchup {
             history,
             pattern: pattern.into(),
             page: VecDeque::new(),
+            hold: Hold::default(),
         }
     }
 
@@ -68,6 +79,7 @@ impl Catchup {
             history: Some(history),
             pattern: pattern.into(),
             page: VecDeque::new(),
+            hold: Hold::default(),
         }
     }
 
@@ -82,12 +94,16 @@ impl Catchup {
             if let Some(event) = self.page.pop_front() {
                 return Some(Next::Event(event));
             }
+            // The page is handed on: its place in the budget is free.
+            self.hold = Hold::default();
             if let (true, Some(history)) = (self.replaying, &self.history) {
                 let mut q = Query::new(&self.pattern, PAGE);
                 q.after = Some(self.sent);
                 q.before = Some(self.upto.saturating_add(1));
+                q.max_bytes = PAGE_BYTES;
                 match history.read(q).await {
-                    Ok(page) => {
+                    Ok(mut page) => {
+                        self.hold = std::mem::take(&mut page.hold);
                         self.page.extend(page.messages.into_iter().map(|m| {
                             Arc::new(Event {
                                 topic: m.topic.into(),

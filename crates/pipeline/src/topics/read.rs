@@ -1,11 +1,15 @@
 //! Reading a kept topic back (`GET /topics/{topic}/messages?…`): the
 //! query's parameters, checked and turned into a history [`Query`], and
-//! the page as JSON. Every parameter a client sends is bounded: a page
-//! holds at most [`MAX_LIMIT`] messages, a read examines at most
+//! the page as JSON, streamed a message at a time. Every parameter a
+//! client sends is bounded: a page holds at most [`MAX_LIMIT`] messages and
+//! [`wharf_tasks::history::MAX_PAGE_BYTES`] of payload (held in the
+//! history's read-back budget until its answer is sent), a read examines at most
 //! [`wharf_tasks::history::MAX_SCAN`], and a regular expression is at most
 //! [`MAX_REGEX_LEN`] characters compiled into at most [`MAX_REGEX_SIZE`]
 //! bytes (the engine runs in time linear in the payload).
 
+use bytes::Bytes;
+use wharf_core::request::Response;
 use wharf_tasks::history::{HistoryError, MAX_LIMIT, Page, Query};
 
 /// Messages a page holds when `limit` is not given.
@@ -153,14 +157,42 @@ fn time(name: &str, value: &str) -> Result<i64, ReadError> {
         })
 }
 
-/// A page as the JSON a client reads: `{"topic", "messages": […], "next"}`.
-pub fn page_json(pattern: &str, page: &Page) -> serde_json::Value {
-    let messages: Vec<serde_json::Value> = page
-        .messages
-        .iter()
-        .map(|m| super::message_json(&m.topic, &m.payload, Some(m.id), Some(m.published_ms)))
-        .collect();
-    serde_json::json!({ "topic": pattern, "messages": messages, "next": page.next })
+/// A page as the JSON a client reads, `{"topic", "messages": […], "next"}`,
+/// written a message at a time as the client takes it: what is in memory
+/// is the page's payload (in the read-back budget, held until the last
+/// byte is handed on) and one message's JSON, never the whole answer.
+pub fn page_response(pattern: &str, page: Page) -> Response {
+    let Page {
+        messages,
+        next,
+        hold,
+    } = page;
+    let head = format!(
+        "{{\"topic\":{},\"messages\":[",
+        serde_json::Value::from(pattern)
+    );
+    let next = next.map_or("null".to_string(), |n| n.to_string());
+    let tail = std::iter::once_with(move || {
+        drop(hold);
+        format!("],\"next\":{next}}}")
+    });
+    let body = messages.into_iter().enumerate().map(|(i, m)| {
+        let json = super::message_json(&m.topic, &m.payload, Some(m.id), Some(m.published_ms));
+        let comma = if i == 0 { "" } else { "," };
+        format!("{comma}{json}")
+    });
+    let chunks = std::iter::once(head)
+        .chain(body)
+        .chain(tail)
+        .map(|chunk| Ok::<_, std::io::Error>(Bytes::from(chunk)));
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    let mut resp = Response::new(http::StatusCode::OK, headers, Bytes::new());
+    resp.stream = Some(Box::pin(futures_util::stream::iter(chunks)));
+    resp
 }
 
 #[cfg(test)]

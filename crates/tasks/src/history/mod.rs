@@ -23,7 +23,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use rusqlite::{Connection, OpenFlags};
 
-pub use query::{Kept, MAX_LIMIT, MAX_SCAN, Page, Query};
+pub use query::{Kept, MAX_LIMIT, MAX_PAGE_BYTES, MAX_SCAN, Page, Query};
 pub use wharf_config::TopicKeep;
 use writer::{Op, Row, Writer};
 
@@ -63,6 +63,22 @@ PRAGMA user_version = 1;
 /// may scan [`MAX_SCAN`] messages: more wait their turn rather than take
 /// every core).
 const MAX_READERS: usize = 4;
+
+/// Payload bytes of pages read back that may be in memory at once, over
+/// every read (clients' read-backs, resuming watchers, deliveries catching
+/// up) until their answers are sent: a read waits for room first.
+pub const READ_BUDGET: usize = 64 << 20;
+
+/// A page's place in the read-back budget (see [`READ_BUDGET`]).
+#[derive(Debug, Default)]
+pub struct Hold(Option<tokio::sync::OwnedSemaphorePermit>);
+
+impl Hold {
+    /// The payload bytes held (in KiB, rounded up).
+    pub fn kib(&self) -> usize {
+        self.0.as_ref().map_or(0, |p| p.num_permits())
+    }
+}
 
 /// Payload bytes queued for the writer at most, by default: past it a
 /// publish to a kept topic is refused rather than held in memory.
@@ -149,6 +165,8 @@ pub struct History {
     readers: Mutex<Vec<Connection>>,
     /// Permits for reads running at once.
     reading: tokio::sync::Semaphore,
+    /// The read-back budget, in KiB of payload.
+    budget: Arc<tokio::sync::Semaphore>,
     writer: Option<JoinHandle<()>>,
     /// Appends whose commit failed (each batch is also logged).
     pub failed_writes: Arc<AtomicU64>,
@@ -237,6 +255,7 @@ impl History {
             origin,
             readers: Mutex::new(Vec::new()),
             reading: tokio::sync::Semaphore::new(MAX_READERS),
+            budget: Arc::new(tokio::sync::Semaphore::new(READ_BUDGET >> 10)),
             writer: Some(handle),
             failed_writes,
             _lock: lock,
@@ -419,23 +438,52 @@ impl History {
     }
 
     /// Answers `query` over what is written, once every message published
-    /// before the call is (reads never miss an answered publish).
-    pub async fn read(self: &Arc<Self>, query: Query) -> Result<Page, HistoryError> {
+    /// before the call is (reads never miss an answered publish). The page
+    /// holds its payload's place in the read-back budget ([`READ_BUDGET`])
+    /// until it is dropped; a read waits for room first.
+    pub async fn read(self: &Arc<Self>, mut query: Query) -> Result<Page, HistoryError> {
         self.settled_through(self.last_id()).await?;
+        // Room for the whole page in the budget first; what the page does
+        // not use is given back once it is read.
+        query.max_bytes = query.max_bytes.clamp(1, MAX_PAGE_BYTES);
+        let room = query.max_bytes.div_ceil(1024) as u32;
+        let mut held = self
+            .budget
+            .clone()
+            .acquire_many_owned(room)
+            .await
+            .map_err(|_| HistoryError::Closed)?;
         let _turn = self
             .reading
             .acquire()
             .await
             .map_err(|_| HistoryError::Closed)?;
         let me = self.clone();
-        tokio::task::spawn_blocking(move || {
+        let mut page = tokio::task::spawn_blocking(move || {
             let conn = me.reader()?;
             let page = query::run(&conn, &query);
             me.give_back(conn);
             page
         })
         .await
-        .map_err(|_| HistoryError::Closed)?
+        .map_err(|_| HistoryError::Closed)??;
+        // A single message past the page's bytes is answered alone: its
+        // size is taken from the budget instead (what was held is given
+        // back first, so that reads waiting for more never hold each other).
+        let kib = page.bytes().div_ceil(1024).min(READ_BUDGET >> 10);
+        if kib > held.num_permits() {
+            drop(held);
+            held = self
+                .budget
+                .clone()
+                .acquire_many_owned(kib as u32)
+                .await
+                .map_err(|_| HistoryError::Closed)?;
+        } else if let Some(unused) = held.split(held.num_permits() - kib) {
+            drop(unused);
+        }
+        page.hold = Hold((held.num_permits() > 0).then_some(held));
+        Ok(page)
     }
 
     fn send(&self, op: Op) -> Result<(), HistoryError> {

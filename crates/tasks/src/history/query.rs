@@ -1,8 +1,10 @@
 //! Reading kept messages back: a topic or pattern, a cursor (`after`,
 //! `before`), a time range, a substring or a regular expression, oldest or
 //! newest first, one page at a time. A read examines at most
-//! [`MAX_SCAN`] messages; past that it answers what it found with a cursor
-//! to go on from, so no query costs more than a bounded scan.
+//! [`MAX_SCAN`] messages and a page holds at most [`Query::max_bytes`] of
+//! payload (one message however large, so a read always moves on); past
+//! either it answers what it found with a cursor to go on from, so no
+//! query costs more than a bounded scan and a bounded page.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -13,6 +15,10 @@ pub const MAX_LIMIT: usize = 1000;
 
 /// The most messages one read examines.
 pub const MAX_SCAN: usize = 100_000;
+
+/// The most payload bytes one page holds unless the query says less (a
+/// single message larger than it is answered alone).
+pub const MAX_PAGE_BYTES: usize = 4 << 20;
 
 /// What to read.
 #[derive(Debug, Clone)]
@@ -35,6 +41,9 @@ pub struct Query {
     pub regex: Option<regex::bytes::Regex>,
     /// Newest first (else oldest first).
     pub newest_first: bool,
+    /// The most payload bytes the page holds (at most [`MAX_PAGE_BYTES`]);
+    /// the first message is answered whatever its size.
+    pub max_bytes: usize,
 }
 
 impl Query {
@@ -50,6 +59,7 @@ impl Query {
             contains: None,
             regex: None,
             newest_first: false,
+            max_bytes: MAX_PAGE_BYTES,
         }
     }
 }
@@ -71,13 +81,23 @@ pub struct Kept {
 }
 
 /// One page of an answer.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Default)]
 pub struct Page {
     /// The messages, in the order asked.
     pub messages: Vec<Kept>,
     /// Where to go on from when there may be more: the next read's
     /// `after` (oldest first) or `before` (newest first).
     pub next: Option<u64>,
+    /// The page's payload bytes, held in the history's read-back budget
+    /// until the page (or this hold, taken from it) is dropped.
+    pub hold: super::Hold,
+}
+
+impl Page {
+    /// The payload bytes the page holds.
+    pub fn bytes(&self) -> usize {
+        self.messages.iter().map(|m| m.payload.len()).sum()
+    }
 }
 
 /// Which rows a pattern can match, as an index range over `topic`.
@@ -147,6 +167,8 @@ pub(crate) fn run(conn: &Connection, q: &Query) -> Result<Page, HistoryError> {
         .query(params![after as i64, before as i64, a, b])
         .map_err(db)?;
     let limit = q.limit.clamp(1, MAX_LIMIT);
+    let max_bytes = q.max_bytes.clamp(1, MAX_PAGE_BYTES);
+    let mut bytes = 0usize;
     let finder = q.contains.as_deref().map(memchr::memmem::Finder::new);
     let mut page = Page::default();
     let mut examined = 0;
@@ -166,7 +188,13 @@ pub(crate) fn run(conn: &Connection, q: &Query) -> Result<Page, HistoryError> {
         let wanted = wharf_config::topic::matches(&q.pattern, topic)
             && finder.as_ref().is_none_or(|f| f.find(payload).is_some())
             && q.regex.as_ref().is_none_or(|r| r.is_match(payload));
+        if wanted && !page.messages.is_empty() && bytes + payload.len() > max_bytes {
+            // Full by bytes: this one starts the next page.
+            page.next = page.messages.last().map(|m| m.id);
+            break;
+        }
         if wanted {
+            bytes += payload.len();
             page.messages.push(Kept {
                 id,
                 topic: topic.to_string(),

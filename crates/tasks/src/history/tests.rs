@@ -270,3 +270,52 @@ fn add_again(h: &History) -> u64 {
         .unwrap()
         .0
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_is_bounded_in_bytes_and_held_in_the_read_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = open(&dir, vec![keep("big", 1000)]);
+    let mib = "x".repeat(1 << 20);
+    let ids: Vec<u64> = (0..10).map(|_| put(&h, "big", "big", &mib)).collect();
+    // Ten messages of 1 MiB, a page of a thousand asked: four MiB answered,
+    // and `next` goes on after the fourth.
+    let page = h.read(Query::new("big", 1000)).await.unwrap();
+    assert_eq!(page.messages.len(), 4);
+    assert_eq!(page.bytes(), 4 << 20);
+    assert_eq!(page.next, Some(ids[3]));
+    assert_eq!(page.hold.kib(), 4096);
+    drop(page);
+    // Newest first, with fewer bytes asked.
+    let mut q = Query::new("big", 1000);
+    q.newest_first = true;
+    q.max_bytes = 2 << 20;
+    let page = h.read(q).await.unwrap();
+    assert_eq!(
+        page.messages.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [ids[9], ids[8]]
+    );
+    assert_eq!(page.next, Some(ids[8]));
+    drop(page);
+    // A message larger than the page's bytes is answered alone.
+    let mut q = Query::new("big", 1000);
+    q.max_bytes = 1000;
+    let page = h.read(q).await.unwrap();
+    assert_eq!(page.messages.len(), 1);
+    assert_eq!(page.hold.kib(), 1024);
+    drop(page);
+
+    // Pages held take the budget: with all of it held, a read waits, and
+    // goes on once a page is dropped.
+    let mut held = Vec::new();
+    while held.iter().map(|p: &Page| p.hold.kib()).sum::<usize>() < READ_BUDGET >> 10 {
+        held.push(h.read(Query::new("big", 1000)).await.unwrap());
+    }
+    let waiting = tokio::spawn({
+        let h = h.clone();
+        async move { h.read(Query::new("big", 1)).await.unwrap().messages.len() }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "a read past the budget waits");
+    drop(held.pop());
+    assert_eq!(waiting.await.unwrap(), 1);
+}

@@ -105,9 +105,26 @@ async fn call(
     })
 }
 
+/// The id of a request refused before it was decoded, read without
+/// building the rest (`IgnoredAny` skips every other field unbuilt).
+fn id_of(body: &[u8]) -> Value {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        #[serde(default)]
+        id: Value,
+    }
+    match serde_json::from_slice::<IdOnly>(body) {
+        Ok(IdOnly {
+            id: id @ (Value::String(_) | Value::Number(_)),
+        }) => id,
+        _ => Value::Null,
+    }
+}
+
 /// The request's id, method and params; or the error (with the id when it
 /// could be read) for a body that is not one JSON-RPC 2.0 request.
 fn envelope(body: &[u8]) -> Result<(Value, String, Value), (Value, A2aError)> {
+    super::bounded(body).map_err(|err| (id_of(body), err))?;
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         let err =
             A2aError::new(A2aErrorKind::JsonParse).message(format!("Invalid JSON payload: {e}"));

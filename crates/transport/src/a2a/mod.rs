@@ -170,6 +170,22 @@ fn check_version(req: &Request) -> Result<(), A2aError> {
         .with("supported", "1.0"))
 }
 
+/// A JSON body checked against the decoding bounds (`wharf_tasks::bounds`)
+/// on its bytes, before any value is built from it.
+fn bounded(body: &[u8]) -> Result<(), A2aError> {
+    use wharf_tasks::bounds::{BoundError, MAX_PARTS, check_json};
+    match check_json(body) {
+        Ok(()) => Ok(()),
+        // The JSON parser that follows says where it is broken.
+        Err(BoundError::Malformed) => Ok(()),
+        Err(BoundError::TooManyParts) => Err(A2aError::new(A2aErrorKind::InvalidParams).message(
+            format!("Invalid parameters: message.parts holds more than {MAX_PARTS} parts; at most {MAX_PARTS} are accepted"),
+        )),
+        Err(e) => Err(A2aError::new(A2aErrorKind::InvalidRequest)
+            .message(format!("Request payload validation error: the body is {e}"))),
+    }
+}
+
 /// A JSON body must say so: `application/json` or `application/a2a+json`.
 /// Anything else is `ContentTypeNotSupported` (-32005, HTTP 415), with the
 /// type received and the types served in its `ErrorInfo`.

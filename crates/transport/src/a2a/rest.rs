@@ -204,6 +204,7 @@ fn with_task_id(params: Value, task: &str) -> Result<Value, A2aError> {
 
 /// The request body as JSON.
 fn body(req: &Request) -> Result<Value, A2aError> {
+    super::bounded(&req.body)?;
     serde_json::from_slice(&req.body).map_err(|e| {
         A2aError::new(A2aErrorKind::JsonParse).message(format!("Invalid JSON payload: {e}"))
     })

@@ -6,7 +6,8 @@
 //! `tenant` names (the card's GRPC interface gives it; none: the host's
 //! default agent). That call goes through the pipeline as any other, so
 //! filters, limits, scoping and the tasks are the same whatever the
-//! binding; its JSON answer (or its server-sent events) is encoded back
+//! binding (and so are the decoding bounds, checked on the wire bytes
+//! before prost decodes them: [`bounds`]); its JSON answer (or its server-sent events) is encoded back
 //! into the method's response messages, with the gRPC status in trailers.
 
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use wire::{
     code_of_http, error_status, frame, is_media, status_only, unframe, unreadable, with_trailers,
 };
 
+mod bounds;
 mod wire;
 use crate::ingress::{AppState, client_of, traced};
 use wharf_core::request::{self, Request};
@@ -265,6 +267,16 @@ async fn prepare(
         }
     };
     let message = unframe(&bytes)?;
+    // Bounded before prost builds anything from it (a flood of empty parts
+    // is refused here, as the JSON bindings refuse theirs).
+    if let Err(e) = bounds::check(rpc, message) {
+        use wharf_tasks::bounds::BoundError;
+        if e != BoundError::Malformed {
+            return Err(tonic::Status::invalid_argument(format!(
+                "the request is {e}"
+            )));
+        }
+    }
     let Value::Object(mut fields) = rpc.request_json(message)? else {
         return Err(tonic::Status::internal(
             "a message read as JSON is an object",
